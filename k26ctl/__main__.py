@@ -1,0 +1,3 @@
+from k26ctl.cli.app import main
+
+main()

@@ -1,0 +1,402 @@
+"""Profiles: the YAML description of one deployment.
+
+A profile file may name a parent with `extends:` (relative to the file, chains allowed, cycles
+rejected); parents are deep-merged under children. `--set a.b=c` overrides are applied last, with the
+value parsed as YAML flow syntax and coerced by the field's type. Unknown keys anywhere are errors
+with a did-you-mean hint, because a silently ignored key on a 7-minute restart cycle is expensive.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from k26ctl.errors import ConfigError
+
+
+class SpecAlgorithm(str, enum.Enum):
+    NONE = "NONE"
+    EAGLE = "EAGLE"
+    EAGLE3 = "EAGLE3"
+    NEXTN = "NEXTN"
+    STANDALONE = "STANDALONE"
+    NGRAM = "NGRAM"
+    DFLASH = "DFLASH"
+    DSPARK = "DSPARK"
+    UNO = "UNO"
+    DDTREE = "DDTREE"
+
+
+def _reject_control_chars(value: str, where: str = "value") -> str:
+    for ch in value:
+        if ch in "\n\r" or (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F or ch == "\t":
+            raise ValueError(f"{where} contains a newline or control character ({ch!r})")
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_control_chars(cls, value: Any) -> Any:
+        def check(v: Any) -> None:
+            if isinstance(v, str):
+                _reject_control_chars(v)
+            elif isinstance(v, Mapping):
+                for k, item in v.items():
+                    check(k)
+                    check(item)
+            elif isinstance(v, (list, tuple)):
+                for item in v:
+                    check(item)
+
+        check(value)
+        return value
+
+
+class HostConfig(_Model):
+    """Where the service runs. `address` is an SSH alias (resolved through ~/.ssh/config), a host name,
+    `local` for this machine, or empty when `lab` names a lab host."""
+
+    address: str = "k26-host"
+    user: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    identity_file: str | None = None
+    lab: str | None = None
+    connect_timeout: float = Field(default=10.0, gt=0, le=300)
+    command_timeout: float = Field(default=120.0, gt=0)
+    accept_new_host_key: bool = False
+    sudo: bool | None = None  # None: use sudo -n only when the login user is not root
+
+
+class ServiceConfig(_Model):
+    name: str = Field(default="sglang", pattern=r"^[A-Za-z0-9:_.@-]+$")
+    description: str = "SGLang server"
+    unit_dir: str = "/etc/systemd/system"
+    user: str | None = None
+    group: str | None = None
+    working_directory: str | None = None
+    path: str = "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    cuda_home: str | None = "/usr/local/cuda"
+    environment: dict[str, str] = Field(default_factory=dict)
+    environment_file: str | None = None
+    restart: Literal["no", "on-failure", "always", "on-abnormal"] = "on-failure"
+    restart_sec: int = Field(default=30, ge=0)
+    start_limit_burst: int = Field(default=3, ge=1)
+    start_limit_interval_sec: int = Field(default=7200, ge=0)
+    timeout_start_sec: int = Field(default=1800, ge=1)
+    timeout_stop_sec: int = Field(default=120, ge=1)
+    limit_nofile: int = Field(default=65536, ge=1024)
+    syslog_identifier: str | None = None
+    hardening: bool = True
+    wanted_by: str = "multi-user.target"
+
+
+class DDTreeConfig(_Model):
+    budget: int | None = None
+    max_topk: int | None = None
+    depth_bonus: float | None = None
+
+
+class SpecConfig(_Model):
+    algorithm: SpecAlgorithm = SpecAlgorithm.NONE
+    draft_model_path: str | None = None
+    block_size: int | None = None
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+    draft_attention_backend: str | None = None
+    ddtree: DDTreeConfig = Field(default_factory=DDTreeConfig)
+
+
+class SGLangConfig(_Model):
+    python: str = "/opt/sglang/venv/bin/python"
+    entrypoint: str = "sglang.launch_server"  # module run with `python -m`
+    package_root: str | None = None  # override where the sglang package lives on the host
+    model_path: str = "moonshotai/Kimi-K2.6"
+    served_model_name: str | None = None
+    host: str = "0.0.0.0"
+    port: int = Field(default=30000, ge=1, le=65535)
+    tp_size: int = Field(default=8, ge=1)
+    attention_backend: str | None = "triton"
+    trust_remote_code: bool = True
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    context_length: int | None = Field(default=None, ge=1)
+    mem_fraction_static: float | None = Field(default=None, gt=0, le=1)
+    max_running_requests: int | None = Field(default=None, ge=1)
+    page_size: int | None = Field(default=None, ge=1)
+    disable_overlap_schedule: bool = False
+    cuda_graph: Literal["enabled", "disabled"] = "enabled"
+    enable_metrics: bool = True
+    decode_log_interval: int | None = Field(default=None, ge=1)
+    watchdog_timeout: int | None = Field(default=None, ge=1)
+    log_level: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class ReadinessConfig(_Model):
+    timeout: float = Field(default=1800.0, gt=0)
+    probes: list[str] = Field(default_factory=lambda: ["/health", "/v1/models"])
+    poll_initial: float = Field(default=1.0, gt=0)
+    poll_max: float = Field(default=5.0, gt=0, le=5.0)
+
+
+class SmokeConfig(_Model):
+    suite: str | None = None  # None: the shipped default suite
+    min_accept_length: float | None = None
+    concurrency: int = Field(default=2, ge=1)
+    on_spec_change: bool = True
+    timeout: float = Field(default=120.0, gt=0)
+
+
+class Profile(_Model):
+    name: str | None = None
+    description: str | None = None
+    host: HostConfig = Field(default_factory=HostConfig)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    sglang: SGLangConfig = Field(default_factory=SGLangConfig)
+    spec: SpecConfig = Field(default_factory=SpecConfig)
+    patches: list[str] = Field(default_factory=list)
+    readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
+    smoke: SmokeConfig = Field(default_factory=SmokeConfig)
+
+    @property
+    def served_name(self) -> str:
+        return self.sglang.served_model_name or self.sglang.model_path
+
+    def speculative_settings(self) -> dict[str, Any]:
+        """The settings whose change must be followed by a smoke run."""
+        return {
+            "spec": self.spec.model_dump(mode="json"),
+            "attention_backend": self.sglang.attention_backend,
+            "page_size": self.sglang.page_size,
+            "patches": sorted(self.patches),
+        }
+
+    def fingerprint(self) -> str:
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class LoadedProfile(BaseModel):
+    """A validated profile plus where it came from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    profile: Profile
+    path: Path | None
+    chain: list[Path]
+    overrides: list[str]
+    data: dict[str, Any]  # the merged raw mapping, before model defaults
+
+
+# ---- loading -------------------------------------------------------------------------------------
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Maps merge key by key; anything else in `override` replaces what `base` had."""
+    merged: dict[str, Any] = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"profile not found: {path}", "check the path, or list profiles/") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read profile {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{where}: {problem}", "fix the YAML syntax") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a profile must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _load_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[Path]]:
+    path = path.resolve()
+    if path in seen:
+        cycle = " -> ".join(p.name for p in [*seen, path])
+        raise ConfigError(f"extends cycle: {cycle}", "remove one of the extends: lines")
+    data = _read_yaml(path)
+    parent_ref = data.pop("extends", None)
+    chain = [*seen, path]
+    if parent_ref is None:
+        return data, [path]
+    if not isinstance(parent_ref, str) or not parent_ref:
+        raise ConfigError(f"{path}: extends must be a file name", "for example: extends: base.yaml")
+    parent_data, parent_chain = _load_chain(path.parent / parent_ref, chain)
+    return deep_merge(parent_data, data), [*parent_chain, path]
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    return list(model.model_fields)
+
+
+def _submodel(model: type[BaseModel], key: str) -> type[BaseModel] | None:
+    field = model.model_fields.get(key)
+    if field is None:
+        return None
+    annotation = field.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _check_unknown_keys(data: Mapping[str, Any], model: type[BaseModel], where: str, prefix: str) -> None:
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if key not in model.model_fields:
+            guess = _did_you_mean(str(key), _field_names(model))
+            hint = f"did you mean '{prefix}{guess}'?" if guess else f"known keys: {', '.join(_field_names(model))}"
+            raise ConfigError(f"{where}: unknown key '{dotted}'", hint)
+        sub = _submodel(model, key)
+        if sub is not None and isinstance(value, Mapping):
+            _check_unknown_keys(value, sub, where, f"{dotted}.")
+
+
+def _format_validation_error(exc: ValidationError, where: str) -> ConfigError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    value = err.get("input")
+    shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
+    more = f"; {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
+    return ConfigError(f"{where}: {loc}: {msg}{shown}{more}", "fix the value, see profiles/base.yaml for examples")
+
+
+def parse_override(spec: str) -> tuple[list[str], str, Any]:
+    """`a.b=value` -> (['a', 'b'], raw text, parsed value). Values use YAML flow syntax."""
+    if "=" not in spec:
+        raise ConfigError(f"--set {spec!r}: expected KEY=VALUE", "for example --set spec.ddtree.budget=7")
+    key, raw = spec.split("=", 1)
+    key = key.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"--set {spec!r}: empty key", "for example --set spec.ddtree.budget=7")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw  # not YAML: keep the literal text, the model decides whether it fits
+    return key.split("."), raw, value
+
+
+def _field_wants_text(model: type[BaseModel], path: list[str]) -> bool:
+    """True when the target is a plain string field (so `--set name=on` stays the text 'on')."""
+    current: type[BaseModel] | None = model
+    for part in path[:-1]:
+        current = _submodel(current, part) if current else None
+    if current is None:
+        return True  # a free-form map such as service.environment holds strings
+    field = current.model_fields.get(path[-1])
+    if field is None:
+        return False
+    return field.annotation in (str, str | None)
+
+
+def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    result = json.loads(json.dumps(data, default=str))
+    for spec in overrides:
+        path, raw, value = parse_override(spec)
+        model: type[BaseModel] | None = Profile
+        for i, part in enumerate(path):
+            if model is None:
+                break  # inside a free-form map (environment): any key is allowed
+            if part not in model.model_fields:
+                prefix = ".".join(path[:i])
+                guess = _did_you_mean(part, _field_names(model))
+                full_guess = f"{prefix + '.' if prefix else ''}{guess}" if guess else None
+                hint = f"did you mean '{full_guess}'?" if full_guess else "see profiles/base.yaml for the keys"
+                raise ConfigError(f"--set {spec!r}: unknown key '{'.'.join(path[: i + 1])}'", hint)
+            model = _submodel(model, part)
+        if _field_wants_text(Profile, path) and not isinstance(value, (str, list, dict)) and value is not None:
+            value = raw
+        node = result
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[path[-1]] = value
+    return result
+
+
+def profile_from_data(data: dict[str, Any], where: str = "profile") -> Profile:
+    _check_unknown_keys(data, Profile, where, "")
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        raise _format_validation_error(exc, where) from None
+
+
+def load_profile(path: str | Path, overrides: Iterable[str] = ()) -> LoadedProfile:
+    """Read a profile file with its `extends:` chain and apply `--set` overrides."""
+    path = Path(path)
+    if not path.exists() and not path.suffix:
+        candidate = find_shipped_profile(str(path))
+        if candidate is not None:
+            path = candidate
+    data, chain = _load_chain(path, [])
+    overrides = list(overrides)
+    _check_unknown_keys(data, Profile, str(path), "")
+    merged = apply_overrides(data, overrides)
+    where = f"{path} (with --set)" if overrides else str(path)
+    profile = profile_from_data(merged, where)
+    if profile.name is None:
+        profile = profile.model_copy(update={"name": path.stem})
+    return LoadedProfile(profile=profile, path=path, chain=chain, overrides=overrides, data=merged)
+
+
+def find_shipped_profile(name: str) -> Path | None:
+    from k26ctl.resources import profiles_dir
+
+    root = profiles_dir()
+    for candidate in (root / f"{name}.yaml", root / "lab" / f"{name}.yaml"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def get_dotted(profile: Profile, key: str) -> Any:
+    node: Any = profile
+    for part in key.split("."):
+        if isinstance(node, BaseModel):
+            if part not in type(node).model_fields:
+                raise ConfigError(f"unknown key '{key}'", "see profiles/base.yaml for the keys")
+            node = getattr(node, part)
+        elif isinstance(node, Mapping):
+            node = node.get(part)
+        else:
+            raise ConfigError(f"unknown key '{key}'")
+    if isinstance(node, enum.Enum):
+        return node.value
+    if isinstance(node, BaseModel):
+        return node.model_dump(mode="json")
+    return node

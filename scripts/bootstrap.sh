@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up this machine for k26ctl: Debian packages for the lab host (as root), the package with its
+# lab and test extras. `--test` also installs the test tools. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_test=1 ;;
+    *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+  esac
+done
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  missing=()
+  command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
+  [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+  command -v ip >/dev/null || missing+=(iproute2)
+  if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+fi
+
+python3 -m pip install -q --disable-pip-version-check torch==2.13.0
+extras="lab"
+[ "$want_test" = 1 ] && extras="lab,test"
+python3 -m pip install -q --disable-pip-version-check -e ".[$extras]"
