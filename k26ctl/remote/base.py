@@ -88,6 +88,11 @@ class Host(abc.ABC):
     def lock(self, name: str, *, holder: str, wait: float = 0.0) -> AbstractContextManager[LockInfo]:
         """A host-side flock; raises LockHeldError naming the holder and since when."""
 
+    @abc.abstractmethod
+    def forward(self, remote_host: str, remote_port: int) -> AbstractContextManager[tuple[str, int]]:
+        """Make remote_host:remote_port (as seen from the host) reachable from here; yields the local
+        (address, port) to connect to. SSH: a port forward over the existing connection."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the connection."""
 
