@@ -1,0 +1,517 @@
+"""Profile -> LaunchSpec (argv + environment) -> systemd unit text.
+
+The unit is the contract with the host: what `ExecStart=` says is exactly the argv SGLang will see.
+systemd rewrites a command line three times before exec (specifiers `%x`, quotes/C escapes, then
+`$VAR` expansion), so every word is escaped for all three, and the result can be parsed back with
+`parse_exec_words` (tests compare both directions, and `systemd-analyze verify` checks the unit).
+
+The one deliberate unescaped expansion is the API key: `sglang.api_key_env: NAME` renders
+`--api-key ${NAME}`, which systemd fills from `Environment=`/`EnvironmentFile=` on the host, so the
+secret itself never appears in the unit or in k26ctl's output.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from k26ctl.errors import ConfigError
+from k26ctl.profile import Profile, SpecAlgorithm
+
+REDACTED = "***"
+UNIT_TEMPLATE = "sglang.service.j2"
+
+# Flags whose value is a secret when written literally (extra_args); their values are redacted.
+SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})
+_SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Words made only of these characters need no quoting in ExecStart= (none is special to systemd).
+_PLAIN_WORD = re.compile(r"^[A-Za-z0-9_./:,+=@-]+$")
+_USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\$?$|^[0-9]+$")
+
+# Algorithms whose block size SGLang takes from --speculative-dflash-block-size.
+BLOCK_ALGORITHMS = frozenset({SpecAlgorithm.DFLASH, SpecAlgorithm.DDTREE})
+
+
+@dataclass(frozen=True)
+class EnvRef:
+    """An argv word that systemd must fill from the unit's environment (`${NAME}`)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return "${" + self.name + "}"
+
+
+@dataclass
+class LaunchSpec:
+    """What the service runs: argv (argv[0] is the interpreter) and its Environment= entries.
+
+    `env_refs` maps argv indices to environment variable names that systemd substitutes at start
+    (the word in `argv` then reads `${NAME}`); every other word is literal.
+    """
+
+    argv: list[str]
+    env: dict[str, str]
+    env_refs: dict[int, str] = field(default_factory=dict)
+
+    def words(self) -> list[str | EnvRef]:
+        return [EnvRef(self.env_refs[i]) if i in self.env_refs else w for i, w in enumerate(self.argv)]
+
+    def flags(self) -> list[str]:
+        """The option names present in argv (`--x` or the `--x` of `--x=v`)."""
+        return [w.split("=", 1)[0] for w in self.argv[3:] if w.startswith("--")]
+
+    def redacted_argv(self) -> list[str]:
+        return redact_argv(self.argv, self.env_refs)
+
+    def redacted_env(self) -> dict[str, str]:
+        return redact_env(self.env)
+
+
+# ---- value checks -------------------------------------------------------------------------------
+
+
+def check_text(value: str, where: str) -> str:
+    """Refuse what no unit line can carry: line breaks, control characters, unencodable text."""
+    for ch in value:
+        if ch in "\n\r\t\v\f" or unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
+            raise ConfigError(
+                f"{where} contains a line break or control character ({ch!r})",
+                "remove it from the profile value",
+            )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{where} is not valid UTF-8 text", "remove the odd character") from None
+    return value
+
+
+def _check_executable(path: str, where: str) -> str:
+    check_text(path, where)
+    if not path.startswith("/"):
+        raise ConfigError(
+            f"{where} must be an absolute path (got {path!r})", "for example /opt/sglang/venv/bin/python"
+        )
+    bad = sorted(set(path) & set("\"'\\$"))
+    if bad:
+        raise ConfigError(
+            f"{where} contains characters systemd refuses or rewrites in an executable path: {''.join(bad)}",
+            "install the interpreter under a plain path",
+        )
+    parts = path.split("/")[1:]
+    if path.endswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ConfigError(f"{where} must be a normalized path (got {path!r})", "drop '.', '..' and '//'")
+    return path
+
+
+def _check_path_setting(path: str, where: str) -> str:
+    check_text(path, where)
+    if not path.startswith("/") or path != path.strip() or path.endswith("\\"):
+        raise ConfigError(
+            f"{where} must be an absolute path (got {path!r})", "for example /etc/sglang/sglang.env"
+        )
+    return path
+
+
+def _check_free_text(value: str, where: str) -> str:
+    check_text(value, where)
+    if value.endswith("\\"):
+        raise ConfigError(f"{where} must not end with a backslash (it would join the next unit line)")
+    return value
+
+
+def _check_env_name(name: str, where: str) -> str:
+    if not _ENV_NAME.match(name):
+        raise ConfigError(
+            f"{where}: {name!r} is not a valid environment variable name", "use [A-Za-z_][A-Za-z0-9_]*"
+        )
+    return name
+
+
+# ---- quoting ------------------------------------------------------------------------------------
+
+
+def quote_exec_word(word: str | EnvRef) -> str:
+    """One ExecStart= word that systemd turns back into exactly `word`.
+
+    `%` -> `%%` (specifiers), `$` -> `$$` (environment expansion), and inside double quotes
+    `\\` -> `\\\\` and `"` -> `\\"` (C unescaping). An EnvRef renders as `${NAME}` on purpose.
+    """
+    if isinstance(word, EnvRef):
+        return "${" + _check_env_name(word.name, "sglang.api_key_env") + "}"
+    check_text(word, "an ExecStart word")
+    escaped = word.replace("%", "%%").replace("$", "$$")
+    if _PLAIN_WORD.match(word):
+        return escaped
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def quote_env_assignment(name: str, value: str) -> str:
+    """One `Environment=` item. systemd expands specifiers and C escapes here but not `$`."""
+    _check_env_name(name, "service.environment")
+    check_text(value, f"service.environment.{name}")
+    text = f"{name}={value}".replace("%", "%%")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def escape_specifiers(value: str) -> str:
+    return value.replace("%", "%%")
+
+
+# ---- parsing back (the systemd rules, for tests and for diffing a unit read from a host) -------
+
+_C_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "s": " ",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+}
+
+
+def _unescape_at(text: str, i: int) -> tuple[str, int]:
+    """C-unescape the sequence starting after the backslash at text[i-1]; returns (char, next index)."""
+    if i >= len(text):
+        raise ValueError("trailing backslash")
+    ch = text[i]
+    if ch in _C_ESCAPES:
+        return _C_ESCAPES[ch], i + 1
+    if ch == "x":
+        return chr(int(text[i + 1 : i + 3], 16)), i + 3
+    if ch == "u":
+        return chr(int(text[i + 1 : i + 5], 16)), i + 5
+    if ch == "U":
+        return chr(int(text[i + 1 : i + 9], 16)), i + 9
+    if ch in "01234567":
+        return chr(int(text[i : i + 3], 8)), i + 3
+    raise ValueError(f"unknown escape \\{ch}")
+
+
+def split_exec_words(value: str) -> list[str]:
+    """Split an ExecStart= value into words the way systemd does (quotes and C escapes), before
+    environment expansion. Specifiers must already be resolved (`%%` -> `%`)."""
+    words: list[str] = []
+    i, n = 0, len(value)
+    while True:
+        while i < n and value[i] in " \t\n\r":
+            i += 1
+        if i >= n:
+            return words
+        word: list[str] = []
+        quote: str | None = None
+        while i < n:
+            ch = value[i]
+            if quote is None and ch in " \t\n\r":
+                break
+            if ch == "\\":
+                decoded, i = _unescape_at(value, i + 1)
+                word.append(decoded)
+                continue
+            if quote is None and ch in "\"'":
+                quote = ch
+            elif ch == quote:
+                quote = None
+            else:
+                word.append(ch)
+            i += 1
+        if quote is not None:
+            raise ValueError("unterminated quote")
+        words.append("".join(word))
+
+
+def resolve_specifiers(value: str) -> str:
+    """`%%` -> `%`; any other specifier is refused (k26ctl never emits one)."""
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        if value[i] == "%":
+            if value[i + 1 : i + 2] != "%":
+                raise ValueError(f"unexpected specifier in {value!r}")
+            out.append("%")
+            i += 2
+        else:
+            out.append(value[i])
+            i += 1
+    return "".join(out)
+
+
+_ENV_WORD = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def expand_env_word(word: str, env: Mapping[str, str]) -> list[str]:
+    """systemd's exec-time expansion of one word: `$$` -> `$`, `${X}` in place, a whole-word `$X`
+    split on whitespace. Unset variables expand to nothing."""
+    whole = re.fullmatch(r"\$([A-Za-z_][A-Za-z0-9_]*)", word)
+    if whole:
+        return env.get(whole.group(1), "").split()
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        return env.get(m.group(1) or m.group(2), "")
+
+    return [_ENV_WORD.sub(sub, word)]
+
+
+def parse_exec_start(value: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """The argv systemd would exec for an ExecStart= value (after line joining). argv[0] is the
+    executable path, which systemd does not expand."""
+    words = split_exec_words(resolve_specifiers(value))
+    if not words:
+        return []
+    argv = [words[0]]
+    for word in words[1:]:
+        argv.extend(expand_env_word(word, env or {}))
+    return argv
+
+
+def unit_settings(unit_text: str) -> list[tuple[str, str, str]]:
+    """(section, key, value) for every setting in a unit, with backslash continuations joined."""
+    settings: list[tuple[str, str, str]] = []
+    section = ""
+    pending = ""
+    for raw in unit_text.split("\n"):
+        line = raw.strip() if not pending else raw
+        if not pending and (not line or line[0] in "#;"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        key, _, value = line.partition("=")
+        settings.append((section, key.strip(), value.strip()))
+    return settings
+
+
+def exec_start_argv(unit_text: str, env: Mapping[str, str] | None = None) -> list[str]:
+    values = [v for s, k, v in unit_settings(unit_text) if s == "Service" and k == "ExecStart"]
+    if len(values) != 1:
+        raise ValueError(f"expected one ExecStart=, found {len(values)}")
+    return parse_exec_start(values[0], env)
+
+
+# ---- redaction ----------------------------------------------------------------------------------
+
+
+def redact_argv(argv: Iterable[str], env_refs: Mapping[int, str] | None = None) -> list[str]:
+    """Hide literal secret values (`--api-key VALUE`, `--api-key=VALUE`); `${NAME}` stays visible."""
+    refs = env_refs or {}
+    out: list[str] = []
+    hide_next = False
+    for i, word in enumerate(argv):
+        if hide_next and i not in refs:
+            out.append(REDACTED)
+        elif "=" in word and word.split("=", 1)[0] in SECRET_FLAGS:
+            out.append(word.split("=", 1)[0] + "=" + REDACTED)
+        else:
+            out.append(word)
+        hide_next = word in SECRET_FLAGS
+    return out
+
+
+def is_secret_env_name(name: str) -> bool:
+    return bool(_SECRET_ENV_NAME.search(name))
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: (REDACTED if is_secret_env_name(k) and v else v) for k, v in env.items()}
+
+
+# ---- Profile -> LaunchSpec ----------------------------------------------------------------------
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def block_size_flag(algorithm: SpecAlgorithm) -> str:
+    return (
+        "--speculative-dflash-block-size"
+        if algorithm in BLOCK_ALGORITHMS
+        else "--speculative-num-draft-tokens"
+    )
+
+
+def render_launch(profile: Profile) -> LaunchSpec:
+    """The argv and environment the service runs with. Canonical flag spellings only."""
+    sg = profile.sglang
+    spec = profile.spec
+    argv: list[str] = [_check_executable(sg.python, "sglang.python"), "-m", sg.entrypoint]
+    env_refs: dict[int, str] = {}
+
+    def opt(flag: str, value: Any) -> None:
+        if value is not None:
+            argv.extend([flag, _fmt(value)])
+
+    def switch(flag: str, on: bool) -> None:
+        if on:
+            argv.append(flag)
+
+    opt("--model-path", sg.model_path)
+    opt("--served-model-name", sg.served_model_name)
+    opt("--host", sg.host)
+    opt("--port", sg.port)
+    opt("--tp-size", sg.tp_size)
+    opt("--attention-backend", sg.attention_backend)
+    switch("--trust-remote-code", sg.trust_remote_code)
+    opt("--tool-call-parser", sg.tool_call_parser)
+    opt("--reasoning-parser", sg.reasoning_parser)
+    opt("--context-length", sg.context_length)
+    opt("--mem-fraction-static", sg.mem_fraction_static)
+    opt("--max-running-requests", sg.max_running_requests)
+    opt("--page-size", sg.page_size)
+    switch("--disable-overlap-schedule", sg.disable_overlap_schedule)
+    if sg.cuda_graph == "disabled":
+        opt("--cuda-graph-backend-decode", "disabled")
+        opt("--cuda-graph-backend-prefill", "disabled")
+    switch("--enable-metrics", sg.enable_metrics)
+    opt("--decode-log-interval", sg.decode_log_interval)
+    opt("--watchdog-timeout", sg.watchdog_timeout)
+    opt("--log-level", sg.log_level)
+
+    env: dict[str, str] = {"PATH": profile.service.path}
+    if profile.service.cuda_home:
+        env["CUDA_HOME"] = profile.service.cuda_home
+
+    if spec.algorithm != SpecAlgorithm.NONE:
+        opt("--speculative-algorithm", spec.algorithm.value)
+        opt("--speculative-draft-model-path", spec.draft_model_path)
+        opt(block_size_flag(spec.algorithm), spec.block_size)
+        opt("--speculative-num-steps", spec.num_steps)
+        opt("--speculative-eagle-topk", spec.eagle_topk)
+        opt("--speculative-draft-attention-backend", spec.draft_attention_backend)
+        if spec.algorithm == SpecAlgorithm.DDTREE:
+            opt("--speculative-ddtree-budget", spec.ddtree.budget)
+            if spec.ddtree.max_topk is not None:
+                env["SGLANG_DDTREE_MAX_TOPK"] = _fmt(spec.ddtree.max_topk)
+            if spec.ddtree.depth_bonus is not None:
+                env["SGLANG_DDTREE_DEPTH_BONUS"] = _fmt(spec.ddtree.depth_bonus)
+
+    if sg.api_key_env:
+        argv.append("--api-key")
+        env_refs[len(argv)] = _check_env_name(sg.api_key_env, "sglang.api_key_env")
+        argv.append(str(EnvRef(sg.api_key_env)))
+
+    argv.extend(sg.extra_args)
+    for name, value in profile.service.environment.items():
+        env[_check_env_name(name, "service.environment")] = value
+
+    for i, word in enumerate(argv):
+        check_text(word, f"argument {i} ({word[:40]!r})")
+    for name, value in env.items():
+        check_text(value, f"environment {name}")
+    return LaunchSpec(argv=argv, env=env, env_refs=env_refs)
+
+
+# ---- unit ---------------------------------------------------------------------------------------
+
+
+def unit_name(profile: Profile) -> str:
+    name = profile.service.name
+    return name if name.endswith(".service") else f"{name}.service"
+
+
+def unit_path(profile: Profile) -> str:
+    return profile.service.unit_dir.rstrip("/") + "/" + unit_name(profile)
+
+
+def exec_start_value(spec: LaunchSpec, *, redact: bool = False) -> str:
+    """The ExecStart= value, one option (with its value) per continued line for readable diffs."""
+    argv = spec.redacted_argv() if redact else spec.argv
+    words = [EnvRef(spec.env_refs[i]) if i in spec.env_refs else w for i, w in enumerate(argv)]
+    quoted = [quote_exec_word(w) for w in words]
+    lines: list[str] = [" ".join(quoted[:3])]
+    for i, q in enumerate(quoted[3:], start=3):
+        word = argv[i]
+        if word.startswith("--") or not lines[1:]:
+            lines.append(q)
+        else:
+            lines[-1] += " " + q
+    return " \\\n    ".join(lines)
+
+
+def _unit_context(profile: Profile, spec: LaunchSpec, redact: bool) -> dict[str, Any]:
+    svc = profile.service
+    env = spec.redacted_env() if redact else spec.env
+    for value, where in ((svc.user, "service.user"), (svc.group, "service.group")):
+        if value is not None and not _USER_NAME.match(value):
+            raise ConfigError(f"{where}: {value!r} is not a valid user or group name")
+    return {
+        "description": escape_specifiers(_check_free_text(svc.description, "service.description")),
+        "start_limit_burst": svc.start_limit_burst,
+        "start_limit_interval_sec": svc.start_limit_interval_sec,
+        "user": svc.user,
+        "group": svc.group,
+        "working_directory": escape_specifiers(
+            _check_path_setting(svc.working_directory, "service.working_directory")
+        )
+        if svc.working_directory
+        else None,
+        "environment": [quote_env_assignment(k, v) for k, v in env.items()],
+        "environment_file": escape_specifiers(
+            _check_path_setting(svc.environment_file, "service.environment_file")
+        )
+        if svc.environment_file
+        else None,
+        "exec_start": exec_start_value(spec, redact=redact),
+        "restart": svc.restart,
+        "restart_sec": svc.restart_sec,
+        "timeout_start_sec": svc.timeout_start_sec,
+        "timeout_stop_sec": svc.timeout_stop_sec,
+        "limit_nofile": svc.limit_nofile,
+        "syslog_identifier": escape_specifiers(
+            _check_free_text(svc.syslog_identifier or svc.name, "service.syslog_identifier")
+        ),
+        "hardening": svc.hardening,
+        "wanted_by": _check_free_text(svc.wanted_by, "service.wanted_by"),
+    }
+
+
+def render_unit(profile: Profile, *, redact: bool = False) -> str:
+    """The full unit text. `redact=True` hides literal secrets (for display only, never deploy it)."""
+    import jinja2
+
+    from k26ctl.resources import templates_dir
+
+    spec = render_launch(profile)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    try:
+        template = env.get_template(UNIT_TEMPLATE)
+    except jinja2.TemplateNotFound:
+        raise ConfigError(f"unit template {UNIT_TEMPLATE} not found in {templates_dir()}") from None
+    return template.render(**_unit_context(profile, spec, redact))
+
+
+def render_env_file(spec: LaunchSpec, *, redact: bool = False) -> str:
+    """The environment as an EnvironmentFile= body (KEY="value" lines, for `--format env`)."""
+    env = spec.redacted_env() if redact else spec.env
+    lines = []
+    for name, value in env.items():
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+        lines.append(f'{name}="{escaped}"')
+    return "\n".join(lines) + ("\n" if lines else "")
