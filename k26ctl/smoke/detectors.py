@@ -1,0 +1,622 @@
+"""Degenerate-output detectors: pure functions from text to named findings.
+
+Each detector returns zero or more `Finding`s with a score, the threshold it was compared with, and
+the offending span, so a report can show *what* is wrong and *where*. `score_text` runs them all with
+thresholds chosen by the prompt's kind and decides whether the text is degenerate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from k26ctl.smoke.kinds import KindProfile, profile_for
+from k26ctl.smoke.textstats import (
+    INVISIBLE,
+    char_runs,
+    char_weight,
+    compression_ratio,
+    is_control,
+    repeated_ngram_coverage,
+    script_of,
+    scripts_compatible,
+    tandem_repeats,
+    weighted_len,
+)
+
+Severity = Literal["fail", "warn"]
+
+# Longest stretch analysed by the O(n * period) loop finder; loops show in any window this size.
+_ANALYSIS_CHARS = 6000
+_TAIL_WINDOW = 400
+_RULE_CHARS = frozenset("-=_*~#.:+|/\\<>^`'\",;()[]{}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    detector: str
+    score: float
+    threshold: float
+    span: tuple[int, int]
+    excerpt: str
+    message: str
+    severity: Severity = "fail"
+
+    def reason(self) -> str:
+        return f"{self.detector}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["span"] = list(self.span)
+        return data
+
+
+@dataclass(frozen=True)
+class TextVerdict:
+    degenerate: bool
+    findings: list[Finding] = field(default_factory=list)
+    kind: str = "prose"
+
+    @property
+    def reasons(self) -> list[str]:
+        return [f.reason() for f in self.findings if f.severity == "fail"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "degenerate": self.degenerate,
+            "kind": self.kind,
+            "reasons": self.reasons,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
+    piece = text[start:end]
+    if len(piece) > limit:
+        piece = piece[: limit - 3] + "..."
+    return piece
+
+
+def _visible(text: str) -> str:
+    return "".join(ch for ch in text if not ch.isspace() and ch not in INVISIBLE)
+
+
+# ---- detectors ------------------------------------------------------------------------------------
+
+
+def detect_empty(text: str, prompt: str | None = None) -> list[Finding]:
+    """Nothing visible at all (zero-width characters and whitespace do not count as an answer)."""
+    if _visible(text):
+        return []
+    return [Finding("empty", 1.0, 1.0, (0, len(text)), _excerpt(text, 0, len(text)), "no visible text")]
+
+
+def detect_char_runs(text: str, profile: KindProfile) -> list[Finding]:
+    """One character many times in a row ("!!!!!!!!", "GGGG", a wall of newlines)."""
+    findings: list[Finding] = []
+    visible_len = max(len(_visible(text)), 1)
+    for run in char_runs(text, 5):
+        ch = run.char
+        if ch == "\n":
+            limit, what = profile.run_newline, "newlines"
+        elif ch in " \t\u3000":
+            limit, what = profile.run_space, "spaces"
+        elif ch in _RULE_CHARS:
+            limit, what = profile.run_rule, f"{ch!r}"
+        else:
+            limit, what = profile.run_letter, f"{ch!r}"
+        dominant = not ch.isspace() and run.count / visible_len >= 0.4 and visible_len >= 5
+        if run.count >= limit or dominant:
+            message = f"{run.count} x {what} in a row"
+            if dominant and run.count < limit:
+                message += f" ({run.count / visible_len:.0%} of the text)"
+            findings.append(
+                Finding(
+                    "char_run",
+                    float(run.count),
+                    float(limit if not dominant else 5),
+                    (run.start, run.end),
+                    _excerpt(text, run.start, run.end),
+                    message,
+                )
+            )
+    return findings
+
+
+def _analysis_window(text: str) -> tuple[str, int]:
+    if len(text) <= _ANALYSIS_CHARS:
+        return text, 0
+    return text[-_ANALYSIS_CHARS:], len(text) - _ANALYSIS_CHARS
+
+
+def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = None) -> list[Finding]:
+    """A phrase, token or structure repeated back to back (character units, so CJK loops count).
+
+    A long loop anywhere is degenerate; a shorter one is degenerate when the text ends inside it,
+    because a healthy model leaves a refrain while a broken one never does. Ending inside a loop at
+    the token limit gets its own name: the generation was cut while looping.
+    """
+    window, offset = _analysis_window(text)
+    tail_gap = 3  # a loop may stop a couple of characters before the end (a final period, a newline)
+    best: dict[str, Finding] = {}
+    total = weighted_len(text)
+    for rep in tandem_repeats(window):
+        stripped_unit = rep.unit.strip()
+        if not stripped_unit:
+            continue  # whitespace-only units are the char-run detector's business
+        redundant = weighted_len(window[rep.start + rep.period : rep.end])
+        copies = rep.copies
+        at_tail = rep.end >= len(window) - tail_gap
+        start, end = rep.start + offset, rep.end + offset
+        unit_shown = rep.unit.replace("\n", "\\n")
+        if redundant >= profile.loop_redundant and copies >= profile.loop_copies:
+            name = "loop"
+            threshold = profile.loop_redundant
+        elif at_tail and redundant >= profile.tail_loop_redundant and copies >= profile.tail_loop_copies:
+            name = "cut_in_loop" if finish_reason == "length" else "tail_loop"
+            threshold = profile.tail_loop_redundant
+        elif redundant >= 6 and copies >= 4 and redundant >= profile.loop_share * total:
+            name = "loop"
+            threshold = profile.loop_share * total
+        else:
+            continue
+        if at_tail and finish_reason == "length":
+            name = "cut_in_loop"
+        message = f"{unit_shown[:40]!r} repeated {copies:.1f} times"
+        if name == "cut_in_loop":
+            message += ", generation stopped at the token limit inside the loop"
+        elif name == "tail_loop":
+            message += " until the end of the text"
+        finding = Finding(name, redundant, threshold, (start, end), _excerpt(text, start, end), message)
+        previous = best.get(name)
+        if previous is None or finding.score > previous.score:
+            best[name] = finding
+    return list(best.values())
+
+
+_TAIL_PROBE = 20
+
+
+def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | None = None) -> list[Finding]:
+    """The text ends with words it has already written several times: a loop with small variations
+    between the copies (a separator that changes, a paraphrase) that exact period finding misses.
+    Whitespace is normalised so a line break instead of a space does not hide the repeat."""
+    flat = re.sub(r"\s+", " ", text).rstrip()
+    probe_len = _TAIL_PROBE
+    if sum(char_weight(c) for c in flat[-probe_len:]) > 1.4 * probe_len:
+        probe_len = 10  # CJK: fewer characters carry as much text
+    if len(flat) < 4 * probe_len:
+        return []
+    probe = flat[-probe_len:]
+    if len(set(probe.strip())) <= 2:
+        return []  # a single-character run: the run detector owns it
+    earlier = 0
+    pos = flat.find(probe)
+    while 0 <= pos < len(flat) - probe_len:
+        earlier += 1
+        pos = flat.find(probe, pos + 1)
+    if earlier < profile.tail_repeat_count:
+        return []
+    name = "cut_in_loop" if finish_reason == "length" else "tail_repeat"
+    first = _find_loosely(text, probe)
+    return [
+        Finding(
+            name,
+            float(earlier),
+            float(profile.tail_repeat_count),
+            (first, len(text)),
+            _excerpt(text, first, len(text)),
+            f"the text ends with {probe.strip()!r}, already written {earlier} times before",
+        )
+    ]
+
+
+def _find_loosely(text: str, flat_probe: str) -> int:
+    """Index in `text` of the first occurrence of a whitespace-normalised probe."""
+    pattern = r"\s+".join(re.escape(part) for part in flat_probe.split(" ") if part)
+    match = re.search(pattern, text)
+    return match.start() if match else 0
+
+
+def detect_repetition(text: str, profile: KindProfile) -> list[Finding]:
+    """Late collapse measured two ways over the tail window: repeated character n-grams (catches
+    near-loops with small variations) and the zlib compression ratio (what Whisper uses, but on the
+    tail only, since a whole-text ratio hides a collapse after a long healthy start)."""
+    findings: list[Finding] = []
+    window, offset = _analysis_window(text)
+    if weighted_len(window) < 120:
+        return findings
+    n = 8 if sum(char_weight(c) for c in window[-200:]) > 1.4 * len(window[-200:]) else 20
+    tail_start = max(0, len(window) - _TAIL_WINDOW)
+    coverage, first = repeated_ngram_coverage(window, n, tail_start)
+    if coverage >= profile.ngram_coverage:
+        start = offset + (first if first >= 0 else tail_start)
+        findings.append(
+            Finding(
+                "repetition",
+                round(coverage, 3),
+                profile.ngram_coverage,
+                (start, len(text)),
+                _excerpt(text, start, len(text)),
+                f"{coverage:.0%} of the last {len(window) - tail_start} characters repeat earlier text",
+            )
+        )
+    tail = window[tail_start:]
+    if len(tail.encode("utf-8")) >= 200:
+        ratio = compression_ratio(tail)
+        if ratio >= profile.tail_compression:
+            start = offset + tail_start
+            findings.append(
+                Finding(
+                    "tail_compression",
+                    round(ratio, 2),
+                    profile.tail_compression,
+                    (start, len(text)),
+                    _excerpt(text, start, len(text)),
+                    f"the last {len(tail)} characters compress {ratio:.1f}x",
+                )
+            )
+    return findings
+
+
+_WORDISH = re.compile(r"[^\s\d_.,;:!?()\[\]{}\"'`|/\\<>=+*&^%$#@~-]+")
+
+
+def detect_token_soup(text: str, profile: KindProfile) -> list[Finding]:
+    """Words that switch script mid-word (Latin glued to Han or Cyrillic) and many scripts side by side:
+    the look of a model emitting random vocabulary entries."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if len(letters) < 20:
+        return []
+    scripts: dict[str, int] = {}
+    for ch in letters:
+        s = script_of(ch)
+        scripts[s] = scripts.get(s, 0) + 1
+    significant = {s for s, count in scripts.items() if count >= 2}
+    mixed: list[re.Match[str]] = []
+    for match in _WORDISH.finditer(text):
+        word_scripts = [script_of(ch) for ch in match.group() if ch.isalpha()]
+        for a, b in itertools.pairwise(word_scripts):
+            if not scripts_compatible(a, b):
+                mixed.append(match)
+                break
+    words = max(len(_WORDISH.findall(text)), 1)
+    score = len(mixed) / words * 100  # mixed words per 100 words
+    if len(significant) >= 3 and len(mixed) >= 3 and score >= 3.0:
+        start, end = mixed[0].start(), mixed[-1].end()
+        return [
+            Finding(
+                "token_soup",
+                round(score, 1),
+                3.0,
+                (start, end),
+                _excerpt(text, start, end),
+                f"{len(mixed)} words switch script mid-word across {len(significant)} scripts "
+                f"({', '.join(sorted(significant))})",
+            )
+        ]
+    return []
+
+
+# Short English words; anything else of one or two letters in running prose is a fragment.
+_SHORT_WORDS = frozenset(
+    [
+        "a",
+        "i",
+        "o",
+        "am",
+        "an",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "go",
+        "he",
+        "hi",
+        "if",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "no",
+        "of",
+        "oh",
+        "ok",
+        "on",
+        "or",
+        "so",
+        "to",
+        "up",
+        "us",
+        "we",
+        "ye",
+        "ah",
+        "eh",
+        "ha",
+        "mr",
+        "ms",
+        "dr",
+        "st",
+        "vs",
+        "id",
+        "tv",
+        "uk",
+        "ai",
+        "ad",
+        "pm",
+        "km",
+        "cm",
+        "mm",
+        "kg",
+        "ml",
+        "ex",
+    ]
+)
+_ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])")
+# Letters glued to a number ("500g", "3x", "10ml") are units, not words.
+_LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:'[A-Za-z]+)?")
+
+
+def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
+    """Word salad and character-level decay in Latin-script prose: stray one- and two-letter fragments,
+    vowel-less words, letters tripled inside words, and long stretches without sentence punctuation."""
+    if not profile.check_gibberish:
+        return []
+    cleaned = _ABBREVIATION.sub(" ", text)
+    words = [m for m in _LATIN_WORD.finditer(cleaned)]
+    if len(words) < 20:
+        return []
+    odd = 0
+    first_odd = -1
+    for match in words:
+        word = match.group()
+        lower = word.lower()
+        fragment = (len(word) <= 2 and lower not in _SHORT_WORDS and not word.isupper()) or (
+            len(word) == 1 and word not in "aAI"
+        )
+        no_vowel = len(word) >= 3 and not re.search(r"[aeiouyAEIOUY]", word) and not word.isupper()
+        tripled = re.search(r"([a-z])\1\1", lower) is not None
+        if fragment or no_vowel or tripled:
+            odd += 1
+            if first_odd < 0:
+                first_odd = match.start()
+    share = odd / len(words)
+    threshold = 0.12
+    if share >= threshold:
+        return [
+            Finding(
+                "gibberish",
+                round(share, 3),
+                threshold,
+                (max(first_odd, 0), len(text)),
+                _excerpt(text, max(first_odd, 0), len(text)),
+                f"{odd} of {len(words)} words are fragments or not word-shaped",
+            )
+        ]
+    return []
+
+
+def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
+    """Mostly symbols, or a healthy start that collapses into symbols (letters vanish in the tail)."""
+    if not profile.check_content:
+        return []
+    visible = _visible(text)
+    if len(visible) < 12:
+        return []
+
+    def letter_share(chars: str) -> float:
+        return sum(1 for ch in chars if ch.isalnum()) / max(len(chars), 1)
+
+    whole = letter_share(visible)
+    if whole < 0.3:
+        return [
+            Finding(
+                "symbol_soup",
+                round(whole, 3),
+                0.3,
+                (0, len(text)),
+                _excerpt(text, 0, len(text)),
+                f"only {whole:.0%} of the visible characters are letters or digits",
+            )
+        ]
+    tail_visible = visible[-40:]
+    if len(visible) >= 60 and len(tail_visible) >= 10 and letter_share(tail_visible) < 0.25:
+        start = max(0, len(text) - len(text) // 4)
+        share = letter_share(tail_visible)
+        return [
+            Finding(
+                "symbol_collapse",
+                round(share, 3),
+                0.25,
+                (start, len(text)),
+                _excerpt(text, start, len(text)),
+                f"the text ends in symbols: {share:.0%} letters in the last 40 visible characters",
+            )
+        ]
+    return []
+
+
+def _invisible_allowed(text: str, i: int) -> bool:
+    """ZWJ inside emoji sequences and ZWNJ between Arabic-script letters are ordinary."""
+    ch = text[i]
+    before = text[i - 1] if i > 0 else ""
+    after = text[i + 1] if i + 1 < len(text) else ""
+    if ch == "\u200d":
+        return (
+            bool(before)
+            and bool(after)
+            and (
+                unicodedata.category(before) == "So"
+                or unicodedata.category(after) == "So"
+                or ord(after) >= 0x1F000
+            )
+        )
+    if ch == "\u200c":
+        return script_of(before) in ("Arabic", "Indic") and script_of(after) in ("Arabic", "Indic")
+    return False
+
+
+def detect_invisible(text: str) -> list[Finding]:
+    """Zero-width, bidi and control characters: output that looks empty or odd but is not."""
+    positions = [
+        i
+        for i, ch in enumerate(text)
+        if (ch in INVISIBLE and not _invisible_allowed(text, i)) or is_control(ch)
+    ]
+    if not positions:
+        return []
+    count = len(positions)
+    share = count / max(len(text.strip()), 1)
+    if count >= 3 or share >= 0.05:
+        start, end = positions[0], positions[-1] + 1
+        names = sorted({f"U+{ord(text[i]):04X}" for i in positions})[:4]
+        return [
+            Finding(
+                "invisible_chars",
+                float(count),
+                3.0,
+                (start, end),
+                _excerpt(text, start, end),
+                f"{count} invisible or control characters ({', '.join(names)})",
+            )
+        ]
+    return []
+
+
+def detect_replacement_char(text: str) -> list[Finding]:
+    """U+FFFD: the engine decoded bytes that are not valid UTF-8 (a split or corrupted token)."""
+    count = text.count("\ufffd")
+    if not count:
+        return []
+    start = text.index("\ufffd")
+    end = text.rindex("\ufffd") + 1
+    return [
+        Finding(
+            "replacement_char",
+            float(count),
+            1.0,
+            (start, end),
+            _excerpt(text, start, end),
+            f"{count} U+FFFD replacement character(s)",
+        )
+    ]
+
+
+_SPECIAL_TOKEN = re.compile(
+    r"<\|[A-Za-z0-9_.:\- ]{1,40}\|>"  # <|im_start|>, <|endoftext|>, <|eot_id|>, Kimi's <|im_user|> ...
+    "|<\uff5c[^\uff5c>]{1,40}\uff5c>"  # DeepSeek's full-width bars
+    r"|</?s>|<unk>|<pad>|<mask>|<bos>|<eos>|<eod>|<sep>|<cls>"
+    r"|<extra_id_\d+>|<end_of_turn>|<start_of_turn>|<\|?reserved_special_token_\d+\|?>"
+    r"|\[(?:PAD|UNK|CLS|SEP|MASK|BOS|EOS)\]|\[/?INST\]|<</?SYS>>"
+)
+_ROLE_TURN = re.compile(r"(?:^|\n|</\w+>)\s*(Human|### Instruction|### Human|<\|user\|>|USER):", re.MULTILINE)
+
+
+def detect_special_tokens(text: str, prompt: str | None = None) -> list[Finding]:
+    """Special tokens that should never reach the text, and an invented next conversation turn."""
+    findings: list[Finding] = []
+    in_prompt = set(_SPECIAL_TOKEN.findall(prompt)) if prompt else set()
+    matches = [m for m in _SPECIAL_TOKEN.finditer(text) if m.group() not in in_prompt]
+    if matches:
+        kinds = sorted({m.group() for m in matches})
+        start, end = matches[0].start(), matches[-1].end()
+        findings.append(
+            Finding(
+                "special_token",
+                float(len(matches)),
+                1.0,
+                (start, end),
+                _excerpt(text, start, end),
+                f"{len(matches)} leaked special token(s): {', '.join(kinds[:5])}",
+            )
+        )
+    turn = _ROLE_TURN.search(text)
+    if (
+        turn
+        and turn.start() > 0
+        and text[: turn.start()].strip()
+        and not (prompt and turn.group(1) in prompt)
+    ):
+        findings.append(
+            Finding(
+                "role_leak",
+                1.0,
+                1.0,
+                (turn.start(), len(text)),
+                _excerpt(text, turn.start(), len(text)),
+                f"the answer goes on with an invented '{turn.group(1)}:' turn (end of turn not honoured)",
+            )
+        )
+    return findings
+
+
+def _normalise(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip().lower()
+
+
+def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
+    """The answer is the prompt (or mostly the prompt): a template or position bug."""
+    if not prompt:
+        return []
+    answer = _normalise(text)
+    question = _normalise(prompt)
+    if len(question) < 12 or not answer:
+        return []
+    if answer == question or (
+        answer.startswith(question) and len(answer) - len(question) < 0.2 * len(question)
+    ):
+        return [
+            Finding(
+                "prompt_echo",
+                1.0,
+                1.0,
+                (0, len(text)),
+                _excerpt(text, 0, len(text)),
+                "the output repeats the prompt and adds almost nothing",
+            )
+        ]
+    if answer.startswith(question):
+        return [
+            Finding(
+                "prompt_echo",
+                0.5,
+                1.0,
+                (0, len(prompt)),
+                _excerpt(text, 0, len(prompt)),
+                "the output starts by repeating the prompt",
+                severity="warn",
+            )
+        ]
+    return []
+
+
+Detector = Callable[..., list[Finding]]
+
+
+def score_text(
+    text: str, prompt: str | None = None, kind: str | None = None, finish_reason: str | None = None
+) -> TextVerdict:
+    """Run every detector with thresholds for the prompt's kind; degenerate if any finding fails."""
+    profile = profile_for(text, kind)
+    findings: list[Finding] = []
+    findings += detect_empty(text, prompt)
+    if not findings:
+        findings += detect_char_runs(text, profile)
+        findings += detect_loops(text, profile, finish_reason)
+        findings += detect_tail_repeat(text, profile, finish_reason)
+        findings += detect_repetition(text, profile)
+        findings += detect_token_soup(text, profile)
+        findings += detect_gibberish(text, profile)
+        findings += detect_low_content(text, profile)
+        findings += detect_prompt_echo(text, prompt)
+    findings += detect_invisible(text)
+    findings += detect_replacement_char(text)
+    findings += detect_special_tokens(text, prompt)
+    degenerate = any(f.severity == "fail" for f in findings)
+    return TextVerdict(degenerate=degenerate, findings=findings, kind=profile.name)

@@ -1,0 +1,133 @@
+"""Prompt kinds and the detector thresholds that go with them.
+
+Code, tables, JSON and ASCII art legitimately repeat and contain long symbol runs; prose does not.
+A suite names the kind of each prompt; when nothing is known the kind is guessed from the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from k26ctl.smoke.textstats import cjk_ratio
+
+KINDS = ("prose", "poem", "list", "code", "table", "json", "cjk", "math", "art", "reasoning", "short")
+
+
+@dataclass(frozen=True)
+class KindProfile:
+    name: str
+    run_letter: int = 14  # same letter, digit or punctuation mark in a row ("!!!!!" in a sentence is fine)
+    run_rule: int = 48  # '-', '=', '_', ':', '*', '#', '~', '.', '|', ... (separators, rules, art)
+    run_space: int = 40  # spaces or tabs in a row
+    run_newline: int = 8
+    loop_redundant: float = 40.0  # weighted characters repeated after the first copy of a unit
+    loop_copies: float = 3.0
+    tail_loop_redundant: float = 10.0  # same, for a loop that runs until the text ends
+    tail_loop_copies: float = 3.0
+    loop_share: float = 0.3  # a loop making up this share of a short text is degenerate too
+    tail_repeat_count: int = 2  # the text's last words already appeared this many times before
+    ngram_coverage: float = 0.5  # share of the tail window made of character n-grams seen before
+    tail_compression: float = 3.2
+    check_gibberish: bool = True
+    check_content: bool = True  # letters must make up a fair share of the visible text
+
+
+_PROSE = KindProfile("prose")
+_STRUCTURED = KindProfile(
+    "code",
+    run_letter=32,
+    run_rule=200,
+    run_space=120,
+    run_newline=12,
+    loop_redundant=160.0,
+    loop_copies=4.0,
+    tail_loop_redundant=40.0,
+    tail_loop_copies=5.0,
+    loop_share=0.6,
+    tail_repeat_count=5,
+    ngram_coverage=0.85,
+    tail_compression=5.5,
+    check_gibberish=False,
+    check_content=False,
+)
+
+PROFILES: dict[str, KindProfile] = {
+    "prose": _PROSE,
+    "short": replace(_PROSE, name="short"),
+    "reasoning": replace(_PROSE, name="reasoning", loop_redundant=60.0, ngram_coverage=0.6),
+    "poem": replace(_PROSE, name="poem", loop_redundant=80.0, ngram_coverage=0.65, tail_compression=3.8),
+    "list": replace(
+        _PROSE, name="list", run_rule=80, loop_redundant=80.0, ngram_coverage=0.7, tail_compression=4.5
+    ),
+    "cjk": replace(_PROSE, name="cjk", check_gibberish=False),
+    "code": _STRUCTURED,
+    "table": replace(_STRUCTURED, name="table"),
+    "json": replace(_STRUCTURED, name="json"),
+    "math": replace(_STRUCTURED, name="math", ngram_coverage=0.7),
+    "art": replace(_STRUCTURED, name="art", run_letter=64, tail_compression=12.0),
+}
+
+_CODE_LINE = re.compile(
+    r"^\s*(def |class |import |from \S+ import|return\b|function\b|const |let |var |#include|for\s*\(|"
+    r"if\s*\(|while\s*\(|public |private |fn |}|{|.*[;{]\s*$|.*\)\s*:\s*$)"
+)
+_LIST_LINE = re.compile(r"^\s*(\d+[.)]|[-*+•]|step \d+|[a-z][.)])\s", re.IGNORECASE)
+_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
+
+
+def guess_kind(text: str) -> str:
+    """The most likely kind of a text, from its structure alone."""
+    stripped = text.strip()
+    if not stripped:
+        return "short"
+    lines = [line for line in stripped.splitlines() if line.strip()]
+    visible = [ch for ch in stripped if not ch.isspace()]
+    alnum = sum(1 for ch in visible if ch.isalnum())
+    if stripped.startswith(("{", "[", "```json")) and '":' in stripped:
+        return "json"
+    code_lines = sum(bool(_CODE_LINE.match(x)) for x in lines)
+    if "```" in stripped or (len(lines) >= 3 and code_lines >= 0.4 * len(lines)):
+        return "code"
+    if sum(bool(_TABLE_LINE.match(x)) for x in lines) >= 2:
+        return "table"
+    if len(lines) >= 4 and alnum < 0.2 * len(visible):
+        return "art"
+    if stripped.count("\\") >= 4 and stripped.count("{") >= 2:
+        return "math"
+    if cjk_ratio(stripped) >= 0.3:
+        return "cjk"
+    if len(lines) >= 3 and sum(bool(_LIST_LINE.match(x)) for x in lines) >= 3:
+        return "list"
+    if len(visible) <= 40:
+        return "short"
+    return "prose"
+
+
+_LENIENT_ORDER = (
+    "short",
+    "prose",
+    "cjk",
+    "reasoning",
+    "poem",
+    "list",
+    "math",
+    "json",
+    "table",
+    "code",
+    "art",
+)
+_STRUCTURED_KINDS = ("code", "table", "json", "art", "math")
+
+
+def profile_for(text: str, kind: str | None) -> KindProfile:
+    """The declared kind wins, unless the text is visibly structured (a prose prompt answered with a
+    table or a code block is still a table or a code block)."""
+    guessed = guess_kind(text)
+    if kind is None:
+        return PROFILES[guessed]
+    declared = kind if kind in PROFILES else "prose"
+    more_lenient = _LENIENT_ORDER.index(guessed) > _LENIENT_ORDER.index(declared)
+    if guessed in _STRUCTURED_KINDS and more_lenient:
+        return PROFILES[guessed]
+    return PROFILES[declared]

@@ -1,0 +1,212 @@
+"""Small, dependency-free text measurements the detectors are built from.
+
+Everything here works on characters, not on whitespace tokens, so that CJK text (no spaces) and
+symbol runs ("!!!!") are measured like any other text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Zero-width and format characters that render as nothing. U+200D (ZWJ) and U+200C (ZWNJ) have
+# legitimate uses (emoji sequences, Persian); callers decide about context.
+INVISIBLE = frozenset(
+    "\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e\u034f"
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def is_control(ch: str) -> bool:
+    """C0/C1 control characters other than the ordinary tab, newline and carriage return."""
+    code = ord(ch)
+    return (code < 0x20 and ch not in "\t\n\r") or 0x7F <= code <= 0x9F
+
+
+def is_wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def char_weight(ch: str) -> float:
+    """A CJK character carries roughly as much text as two or three Latin letters."""
+    return 2.0 if is_wide(ch) else 1.0
+
+
+def weighted_len(text: str) -> float:
+    return sum(char_weight(ch) for ch in text)
+
+
+@lru_cache(maxsize=4096)
+def script_of(ch: str) -> str:
+    """A coarse script name for a letter, or '' for anything that is not a letter."""
+    if not ch.isalpha():
+        return ""
+    code = ord(ch)
+    if code < 0x250 or 0x1E00 <= code < 0x1F00:
+        return "Latin"
+    if 0x370 <= code < 0x400 or 0x1F00 <= code < 0x2000:
+        return "Greek"
+    if 0x400 <= code < 0x530:
+        return "Cyrillic"
+    if 0x530 <= code < 0x590:
+        return "Armenian"
+    if 0x590 <= code < 0x600:
+        return "Hebrew"
+    if 0x600 <= code < 0x780 or 0x8A0 <= code < 0x900 or 0xFB50 <= code < 0xFE00 or 0xFE70 <= code < 0xFF00:
+        return "Arabic"
+    if 0x900 <= code < 0xE00:
+        return "Indic"
+    if 0xE00 <= code < 0xE80:
+        return "Thai"
+    if 0x1000 <= code < 0x10A0:
+        return "Myanmar"
+    if 0x10A0 <= code < 0x1100:
+        return "Georgian"
+    if 0x1100 <= code < 0x1200 or 0xAC00 <= code < 0xD7B0 or 0x3130 <= code < 0x3190:
+        return "Hangul"
+    if 0x3040 <= code < 0x3100 or 0x31F0 <= code < 0x3200 or 0xFF66 <= code < 0xFFA0:
+        return "Kana"
+    if 0x3400 <= code < 0xA000 or 0xF900 <= code < 0xFB00 or 0x20000 <= code < 0x30000 or code == 0x3007:
+        return "Han"
+    if 0xFF21 <= code < 0xFF5B:
+        return "Latin"  # full-width Latin
+    if 0x1D400 <= code < 0x1D800:
+        return "Math"
+    name = unicodedata.name(ch, "")
+    return name.split(" ", 1)[0].title() if name else "Other"
+
+
+# Scripts that legitimately share words (Japanese mixes Han and Kana, Korean may include Han).
+_FRIENDLY = ({"Han", "Kana"}, {"Han", "Hangul"})
+
+
+def scripts_compatible(a: str, b: str) -> bool:
+    return a == b or any(a in group and b in group for group in _FRIENDLY)
+
+
+def cjk_ratio(text: str) -> float:
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return 0.0
+    return sum(1 for ch in letters if script_of(ch) in ("Han", "Kana", "Hangul")) / len(letters)
+
+
+def compression_ratio(text: str) -> float:
+    """Raw UTF-8 size over zlib-compressed size (Whisper's repetition signal uses gzip, > 2.4)."""
+    raw = text.encode("utf-8")
+    if not raw:
+        return 0.0
+    return len(raw) / len(zlib.compress(raw, 9))
+
+
+@dataclass(frozen=True)
+class Run:
+    """`count` copies of one character starting at `start`."""
+
+    char: str
+    start: int
+    count: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.count
+
+
+def char_runs(text: str, min_count: int = 2) -> list[Run]:
+    runs: list[Run] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        j = i + 1
+        while j < n and text[j] == text[i]:
+            j += 1
+        if j - i >= min_count:
+            runs.append(Run(text[i], i, j - i))
+        i = j
+    return runs
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """A stretch `text[start:end]` made of consecutive copies of a unit of `period` characters."""
+
+    start: int
+    end: int
+    period: int
+    unit: str
+
+    @property
+    def copies(self) -> float:
+        return (self.end - self.start) / self.period
+
+
+def smallest_period(unit: str) -> int:
+    """The primitive period of a string (KMP failure function)."""
+    fail = [0] * len(unit)
+    k = 0
+    for i in range(1, len(unit)):
+        while k and unit[i] != unit[k]:
+            k = fail[k - 1]
+        if unit[i] == unit[k]:
+            k += 1
+        fail[i] = k
+    p = len(unit) - fail[-1] if unit else 0
+    return p if p and len(unit) % p == 0 else len(unit)
+
+
+def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) -> list[Repeat]:
+    """Maximal periodic stretches with a primitive unit of 2..max_period characters.
+
+    Period 1 is left to `char_runs`. A stretch counts when text[i] == text[i + p] holds for at least
+    (min_copies - 1) * p consecutive positions. Cost is O(len(text) * max_period), so callers bound the
+    text length.
+    """
+    found: list[Repeat] = []
+    n = len(text)
+    for p in range(2, min(max_period, n // 2) + 1):
+        need = int((min_copies - 1) * p)
+        run = 0
+        for j in range(n - p + 1):
+            if j < n - p and text[j] == text[j + p]:
+                run += 1
+                continue
+            if run >= need and run > 0:
+                start = j - run
+                unit = text[start : start + p]
+                if smallest_period(unit) == p:
+                    found.append(Repeat(start, j + p, p, unit))
+            run = 0
+    return found
+
+
+def repeated_ngram_coverage(text: str, n: int, window_start: int = 0) -> tuple[float, int]:
+    """Share of characters in text[window_start:] covered by a character n-gram seen earlier.
+
+    Returns (coverage, first covered index). An n-gram counts as repeated when the same n characters
+    occurred at an earlier position anywhere in the text (overlap allowed, so loops of short units count).
+    """
+    length = len(text) - window_start
+    if length <= 0 or len(text) < 2 * n:
+        return 0.0, -1
+    first_seen: dict[str, int] = {}
+    covered_until = -1
+    covered = 0
+    first_index = -1
+    for i in range(len(text) - n + 1):
+        gram = text[i : i + n]
+        earlier = first_seen.get(gram)
+        if earlier is None:
+            first_seen[gram] = i
+            continue
+        if i + n <= window_start:
+            continue
+        lo = max(i, window_start, covered_until)
+        hi = i + n
+        if hi > lo:
+            covered += hi - lo
+            covered_until = hi
+            if first_index < 0:
+                first_index = lo
+    return covered / length, first_index
