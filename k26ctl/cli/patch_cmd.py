@@ -1,9 +1,170 @@
-"""Placeholder: its command is not built yet."""
+"""`k26ctl patch list | status | apply | revert | check`: source patches for the host's SGLang tree."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from k26ctl.cli.common import json_option, print_json, set_option
+
+patch_app = typer.Typer(
+    name="patch",
+    help="Source patches for the host's SGLang tree (templates/patches/*.yaml).",
+    no_args_is_help=True,
+)
+
+NAME_HELP = "Only this patch (repeatable; default: the profile's patches list)."
+
+
+def _names(name: list[str]) -> list[str] | None:
+    return list(name) if name else None
+
+
+def _host_and_profile(profile: str, overrides: list[str]) -> tuple[Any, Any]:
+    import importlib
+
+    from k26ctl.profile import load_profile
+
+    loaded = load_profile(profile, overrides)
+    connect = importlib.import_module("k26ctl.remote").connect
+    return connect(loaded.profile), loaded.profile
+
+
+@patch_app.command("list")
+def list_cmd(json_out: bool = json_option()) -> None:
+    """Show the shipped patch set (local, no host)."""
+    from k26ctl.patches import load_patches
+
+    patches = load_patches()
+    if json_out:
+        print_json(
+            [
+                {
+                    "name": p.name,
+                    "summary": p.summary,
+                    "target": p.target,
+                    "versions": list(p.versions),
+                    "edits": len(p.edits),
+                    "not_needed": p.not_needed.reason if p.not_needed else None,
+                    "description": p.description,
+                }
+                for p in patches.values()
+            ]
+        )
+        return
+    for p in patches.values():
+        versions = ", ".join(p.versions) or "any"
+        typer.echo(
+            f"{p.name}\n  {p.summary}\n  target: {p.target}  releases: {versions}  edits: {len(p.edits)}"
+        )
+
+
+@patch_app.command("status")
+def status_cmd(
+    profile: str = typer.Argument(..., help="Profile file or shipped profile name."),
+    overrides: list[str] = set_option(),
+    name: list[str] = typer.Option([], "--name", "-n", help=NAME_HELP),
+    json_out: bool = json_option(),
+) -> None:
+    """State of each patch on the profile's host: applied, pending, not-needed or refused."""
+    from k26ctl.patches import patch_status
+
+    host, prof = _host_and_profile(profile, overrides)
+    with host:
+        states = patch_status(host, prof, _names(name))
+    if json_out:
+        print_json([s.to_json() for s in states])
+    else:
+        if not states:
+            typer.echo("the profile lists no patches (use --name)")
+        for s in states:
+            typer.echo(f"{s.name}: {s.state} - {s.message}\n  {s.target}")
+    if any(s.state == "refused" for s in states):
+        raise typer.Exit(1)
+
+
+def _print_results(results: list[Any], json_out: bool) -> None:
+    if json_out:
+        print_json([r.to_json() for r in results])
+        return
+    for r in results:
+        verb = "changed" if r.changed else "ok"
+        backup = f" (backup {r.backup_path})" if r.backup_path else ""
+        typer.echo(f"{r.name}: {verb} - {r.message}{backup}\n  {r.target}")
+
+
+@patch_app.command("apply")
+def apply_cmd(
+    profile: str = typer.Argument(..., help="Profile file or shipped profile name."),
+    overrides: list[str] = set_option(),
+    name: list[str] = typer.Option([], "--name", "-n", help=NAME_HELP),
+    json_out: bool = json_option(),
+) -> None:
+    """Apply patches on the profile's host (idempotent; refuses on a changed anchor)."""
+    from k26ctl.patches import apply_patches
+
+    host, prof = _host_and_profile(profile, overrides)
+    with host:
+        results = apply_patches(host, prof, _names(name))
+    _print_results(results, json_out)
+
+
+@patch_app.command("revert")
+def revert_cmd(
+    profile: str = typer.Argument(..., help="Profile file or shipped profile name."),
+    overrides: list[str] = set_option(),
+    name: list[str] = typer.Option([], "--name", "-n", help=NAME_HELP),
+    json_out: bool = json_option(),
+) -> None:
+    """Restore the original files on the profile's host (from the backup, else by inverting)."""
+    from k26ctl.patches import revert_patches
+
+    host, prof = _host_and_profile(profile, overrides)
+    with host:
+        results = revert_patches(host, prof, _names(name))
+    _print_results(results, json_out)
+
+
+@patch_app.command("check")
+def check_cmd(
+    sglang_version: str | None = typer.Option(
+        None, "--sglang-version", help="Download this SGLang release wheel (cached) and check it."
+    ),
+    source: Path | None = typer.Option(
+        None, "--source", help="Check a local SGLang tree (the sglang/ dir, its parent or a checkout)."
+    ),
+    name: list[str] = typer.Option([], "--name", "-n", help="Only this patch (default: all)."),
+    show_diff: bool = typer.Option(False, "--diff", help="Print the unified diff of each applied patch."),
+    json_out: bool = json_option(),
+) -> None:
+    """Apply the whole set to a local copy of a release; exit 1 when a patch is refused."""
+    import tempfile
+
+    from k26ctl.errors import UsageError
+    from k26ctl.patches import load_patches, select_patches
+    from k26ctl.patches.release import check_release, check_tree, source_root
+
+    if (sglang_version is None) == (source is None):
+        raise UsageError("give exactly one of --sglang-version or --source", "e.g. --sglang-version 0.5.15")
+    patches = select_patches(name) if name else list(load_patches().values())
+    if source is not None:
+        report = check_tree(source_root(source), patches)
+    else:
+        with tempfile.TemporaryDirectory(prefix="k26ctl-check-") as tmp:
+            report = check_release(str(sglang_version), patches, Path(tmp))
+    if json_out:
+        print_json(report.to_json())
+    else:
+        typer.echo(report.source)
+        for o in report.outcomes:
+            typer.echo(f"  {o.name}: {o.result} - {o.message}")
+            if show_diff and o.diff:
+                typer.echo(o.diff, nl=False)
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    app.add_typer(patch_app, name="patch")
