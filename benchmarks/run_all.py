@@ -1,0 +1,669 @@
+#!/usr/bin/env python3
+"""Every speed comparison of k26ctl in one run, against the tools an operator would otherwise use.
+
+    python3 benchmarks/run_all.py                 # all comparisons, table on stdout
+    python3 benchmarks/run_all.py --rounds 3 --readme   # also rewrite the table in benchmarks/README.md
+
+Deploy overhead is the wall time of a deploy that changes the unit (upload + daemon-reload + restart +
+readiness) minus the server's own load time, which is read from the host for every run: from systemd's
+ExecMainStartTimestampMonotonic to the journal entry of the server's ready line. The lab host shares
+this machine's kernel, so CLOCK_MONOTONIC is one clock on both sides and the two subtract exactly.
+
+Tools compared on the same lab host, the same rendered unit and strict host-key checking:
+- `k26ctl deploy` (a real subprocess, as an operator runs it);
+- an Ansible playbook (benchmarks/ansible/deploy.yml; ansible-core installed from PyPI into a venv
+  under /tmp at run time, not a dependency of the project);
+- the hand-written loop (benchmarks/baselines/curl_loop.sh) at 15 s, as the seed deployment ran it,
+  and at 1 s.
+Plus: time from a service failure to k26ctl's verdict, and the benchmark scripts other parts of the
+project keep next to this one (start-up, smoke wall time, bisect restarts, ...), run and summarised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path.insert(0, str(REPO))
+
+ANSIBLE_VENV = Path("/tmp/k26bench-ansible")
+ANSIBLE_SPEC = "ansible-core>=2.19,<2.20"
+PLAYBOOK = BENCH_DIR / "ansible" / "deploy.yml"
+ANSIBLE_CFG = BENCH_DIR / "ansible" / "ansible.cfg"
+CURL_LOOP = BENCH_DIR / "baselines" / "curl_loop.sh"
+README = BENCH_DIR / "README.md"
+TABLE_START = "<!-- run_all:start -->"
+TABLE_END = "<!-- run_all:end -->"
+# The lab server says this once its HTTP server answers (same words as SGLang's launcher).
+DEFAULT_READY_PATTERN = r"fired up and ready to roll"
+FAIL_REPORT_FAULTS = ("exit-during-load", "scheduler-crash")
+# Scripts other parts keep in benchmarks/; run as they are and summarised in the report.
+COMPANION_SCRIPTS = (
+    "startup.py",
+    "deploy_overhead.py",
+    "lab_server.py",
+    "detectors.py",
+    "smoke_walltime.py",
+    "bisect_restarts.py",
+)
+
+
+# ---- small measurement helpers ------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    """Repeated measurements of one quantity, in seconds (or a count)."""
+
+    values: list[float] = field(default_factory=list)
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    def cell(self, digits: int = 2) -> str:
+        if not self.values:
+            return "n/a"
+        if len(self.values) == 1:
+            return f"{self.values[0]:.{digits}f}"
+        return f"{self.median:.{digits}f} ({min(self.values):.{digits}f}-{max(self.values):.{digits}f})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "values": [round(v, 4) for v in self.values],
+            "median": round(self.median, 4) if self.values else None,
+        }
+
+
+@dataclass
+class Timed:
+    seconds: float
+    returncode: int
+    stdout: str
+    stderr: str
+    started: float  # time.monotonic() at start (the host's CLOCK_MONOTONIC too)
+    ended: float
+
+
+def timed_run(argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 600) -> Timed:
+    start = time.monotonic()
+    proc = subprocess.run(list(argv), capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO)
+    end = time.monotonic()
+    return Timed(end - start, proc.returncode, proc.stdout, proc.stderr, start, end)
+
+
+def log(message: str) -> None:
+    print(f"[run_all {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# ---- the lab host, reached the same way the compared tools reach it ----------------------------
+
+
+@dataclass
+class LabShell:
+    """Plain `ssh` to the lab host with its key and known_hosts (strict), for reading host state."""
+
+    address: str
+    port: int
+    key: str
+    known_hosts: str
+
+    def ssh_options(self) -> list[str]:
+        return [
+            "-i",
+            self.key,
+            "-p",
+            str(self.port),
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            "ConnectTimeout=10",
+        ]
+
+    def run(self, command: str, *, check: bool = True, timeout: float = 60) -> str:
+        proc = subprocess.run(
+            ["ssh", *self.ssh_options(), f"root@{self.address}", command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise RuntimeError(
+                f"on the lab host: {command!r} exited {proc.returncode}: {proc.stderr.strip()}"
+            )
+        return proc.stdout
+
+    def show(self, unit: str, *props: str) -> dict[str, str]:
+        out = self.run(f"systemctl show {shlex.quote(unit)} " + " ".join(f"-p {p}" for p in props))
+        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+    def journal_after(self, unit: str, after_mono_us: int) -> list[tuple[int, str]]:
+        """(monotonic µs, message) of the unit's journal entries at or after a monotonic time."""
+        out = self.run(f"journalctl -u {shlex.quote(unit)} -o json --no-pager -n 2000", check=False)
+        entries: list[tuple[int, str]] = []
+        for line in out.splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            mono = int(entry.get("__MONOTONIC_TIMESTAMP", 0))
+            message = entry.get("MESSAGE")
+            if isinstance(message, list):  # journald stores non-UTF-8 messages as byte arrays
+                message = bytes(message).decode("utf-8", "replace")
+            if mono >= after_mono_us and isinstance(message, str):
+                entries.append((mono, message))
+        return entries
+
+
+@dataclass
+class RunTiming:
+    """One deploy-like run, decomposed with the host's own clock."""
+
+    wall: float
+    load: float | None  # ExecMainStart -> ready line
+    detect: float | None  # ready line -> tool exit
+    returncode: int
+
+
+def server_times(
+    shell: LabShell, unit: str, run: Timed, ready_pattern: str
+) -> tuple[float | None, float | None]:
+    """(load seconds, seconds from ready to the tool's exit) of the server process started during `run`."""
+    props = shell.show(unit, "ExecMainStartTimestampMonotonic")
+    start_us = int(props.get("ExecMainStartTimestampMonotonic") or 0)
+    if start_us < int(run.started * 1e6):
+        return None, None  # no restart happened during this run
+    ready = re.compile(ready_pattern)
+    for mono, message in shell.journal_after(unit, start_us):
+        if ready.search(message):
+            return (mono - start_us) / 1e6, run.ended - mono / 1e6
+    return None, None
+
+
+# ---- the contenders -----------------------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    lab: Any  # LabHostState
+    shell: LabShell
+    profile: str
+    base_overrides: list[str]
+    unit: str
+    port: int
+    ready_pattern: str
+    workdir: Path
+    ansible: Path | None = None
+    k26ctl_env: dict[str, str] = field(default_factory=dict)
+
+    # k26ctl --------------------------------------------------------------------------------------
+    def k26ctl(self, extra: Sequence[str], *args: str) -> Timed:
+        argv = [sys.executable, "-m", "k26ctl", "deploy", self.profile, "--yes"]
+        for item in [*self.base_overrides, *extra]:
+            argv += ["--set", item]
+        return timed_run([*argv, *args], env={**os.environ, "NO_COLOR": "1", **self.k26ctl_env})
+
+    # the same unit text, rendered by k26ctl's library ---------------------------------------------
+    def render(self, extra: Sequence[str]) -> Path:
+        from k26ctl.profile import load_profile
+        from k26ctl.render import render_unit
+
+        loaded = load_profile(self.profile, [*self.base_overrides, *extra])
+        text = render_unit(loaded.profile)
+        path = self.workdir / "sglang.service"
+        path.write_text(text)
+        return path
+
+    # Ansible ---------------------------------------------------------------------------------------
+    def ansible_playbook(self, extra: Sequence[str]) -> Timed:
+        assert self.ansible is not None
+        unit = self.render(extra)
+        template = self.workdir / "sglang.service.j2"
+        template.write_text("{% raw %}" + unit.read_text() + "{% endraw %}")
+        inventory = self.workdir / "inventory.ini"
+        ssh_args = (
+            f"-o IdentitiesOnly=yes -o StrictHostKeyChecking=yes "
+            f"-o UserKnownHostsFile={self.shell.known_hosts}"
+        )
+        inventory.write_text(
+            "[lab]\n"
+            f"{self.lab.name} ansible_host={self.shell.address} ansible_port={self.shell.port} "
+            "ansible_user=root "
+            f"ansible_ssh_private_key_file={self.shell.key} ansible_ssh_common_args='{ssh_args}'\n"
+        )
+        control_dir = Path(tempfile.mkdtemp(prefix="cp-", dir=self.workdir))
+        env = {
+            **os.environ,
+            "ANSIBLE_CONFIG": str(ANSIBLE_CFG),
+            "LC_ALL": "C.UTF-8",
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(control_dir),
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_LOCAL_TEMP": str(self.workdir / "ansible-tmp"),
+        }
+        try:
+            return timed_run(
+                [
+                    str(self.ansible / "bin" / "ansible-playbook"),
+                    "-i",
+                    str(inventory),
+                    str(PLAYBOOK),
+                    "-e",
+                    f"k26_unit_template={template}",
+                    "-e",
+                    f"k26_port={self.port}",
+                ],
+                env=env,
+            )
+        finally:
+            # Each run starts cold, as an operator's does; end the ControlPersist master it left.
+            for sock in control_dir.iterdir():
+                subprocess.run(["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "lab"], capture_output=True)
+            shutil.rmtree(control_dir, ignore_errors=True)
+
+    # the hand-written loop -----------------------------------------------------------------------
+    def curl_loop(self, extra: Sequence[str], interval: float) -> Timed:
+        unit = self.render(extra)
+        return timed_run(
+            [
+                "bash",
+                str(CURL_LOOP),
+                self.shell.address,
+                self.shell.key,
+                self.shell.known_hosts,
+                str(unit),
+                str(interval),
+                str(self.port),
+            ]
+        )
+
+    def timing(self, run: Timed) -> RunTiming:
+        load, detect = server_times(self.shell, self.unit, run, self.ready_pattern)
+        return RunTiming(run.seconds, load, detect, run.returncode)
+
+    def host_unit_sha(self) -> str:
+        return self.shell.run(f"sha256sum /etc/systemd/system/{self.unit}").split()[0]
+
+
+def ensure_ansible(venv: Path) -> tuple[Path | None, str]:
+    """ansible-core from PyPI in a venv under /tmp (created once, reused). (venv or None, version/reason)."""
+    playbook = venv / "bin" / "ansible-playbook"
+    if not playbook.exists():
+        log(f"installing {ANSIBLE_SPEC} into {venv}")
+        made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+        pip = (
+            subprocess.run(
+                [str(venv / "bin" / "pip"), "install", "-q", ANSIBLE_SPEC], capture_output=True, text=True
+            )
+            if made.returncode == 0
+            else made
+        )
+        if pip.returncode != 0 or not playbook.exists():
+            return None, f"ansible-core could not be installed: {pip.stderr.strip()[-300:]}"
+    version = subprocess.run(
+        [str(venv / "bin" / "ansible"), "--version"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+    )
+    first = version.stdout.splitlines()[0] if version.stdout else "ansible (unknown version)"
+    return venv, first.strip()
+
+
+# ---- the comparisons ----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    what: str
+    tool: str
+    series: Series
+    unit: str = "s"
+    note: str = ""
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    companions: dict[str, str] = field(default_factory=dict)
+    machine: dict[str, str] = field(default_factory=dict)
+    command: str = ""
+
+    def row(self, what: str, tool: str, unit: str = "s", note: str = "") -> Series:
+        series = Series()
+        self.rows.append(Row(what, tool, series, unit, note))
+        return series
+
+    def find(self, what: str, tool: str) -> Series | None:
+        return next((r.series for r in self.rows if r.what == what and r.tool == tool), None)
+
+
+def _ensure_ok(run: Timed, what: str) -> None:
+    if run.returncode != 0:
+        tail = (run.stderr or run.stdout).strip().splitlines()[-8:]
+        raise RuntimeError(f"{what} exited {run.returncode}:\n  " + "\n  ".join(tail))
+
+
+def bench_deploys(
+    bench: Bench, report: Report, rounds: int, slow_rounds: int, counter: Callable[[], int]
+) -> None:
+    k_wall = report.row("deploy with a change: wall", "k26ctl")
+    k_over = report.row("deploy with a change: overhead (wall - server load)", "k26ctl")
+    k_det = report.row("server ready -> verdict", "k26ctl")
+    a_wall = report.row("deploy with a change: wall", "ansible-playbook")
+    a_over = report.row("deploy with a change: overhead (wall - server load)", "ansible-playbook")
+    a_det = report.row("server ready -> verdict", "ansible-playbook")
+    c1_over = report.row("deploy with a change: overhead (wall - server load)", "ssh+curl loop, 1 s")
+    c1_det = report.row("server ready -> verdict", "ssh+curl loop, 1 s")
+    c15_over = report.row("deploy with a change: overhead (wall - server load)", "ssh+curl loop, 15 s")
+    c15_det = report.row("server ready -> verdict", "ssh+curl loop, 15 s")
+    load = report.row("server's own load time (ExecMainStart -> ready line)", "all runs")
+    k_same = report.row("deploy with no change: wall", "k26ctl")
+    a_same = report.row("deploy with no change: wall", "ansible-playbook")
+
+    def record(timing: RunTiming, over: Series, det: Series, wall: Series | None = None) -> None:
+        if timing.load is None or timing.detect is None:
+            report.notes.append("a run without a measurable restart was left out (ready line not found)")
+            return
+        load.add(timing.load)
+        over.add(timing.wall - timing.load)
+        det.add(timing.detect)
+        if wall is not None:
+            wall.add(timing.wall)
+
+    for i in range(rounds):
+        change = [f"service.environment.K26BENCH_ROUND={counter()}"]
+        log(f"round {i + 1}/{rounds}: k26ctl deploy")
+        run = bench.k26ctl(change)
+        _ensure_ok(run, "k26ctl deploy")
+        record(bench.timing(run), k_over, k_det, k_wall)
+        run = bench.k26ctl(change)
+        _ensure_ok(run, "k26ctl deploy (no change)")
+        k_same.add(run.seconds)
+
+        if bench.ansible is not None:
+            change = [f"service.environment.K26BENCH_ROUND={counter()}"]
+            log(f"round {i + 1}/{rounds}: ansible-playbook")
+            run = bench.ansible_playbook(change)
+            _ensure_ok(run, "ansible-playbook")
+            record(bench.timing(run), a_over, a_det, a_wall)
+            if i == 0:
+                expected = bench.render(change).read_bytes()
+                import hashlib
+
+                if hashlib.sha256(expected).hexdigest() != bench.host_unit_sha():
+                    report.notes.append("Ansible's installed unit differs from k26ctl's rendering")
+            run = bench.ansible_playbook(change)
+            _ensure_ok(run, "ansible-playbook (no change)")
+            a_same.add(run.seconds)
+
+        log(f"round {i + 1}/{rounds}: ssh+curl loop, 1 s")
+        run = bench.curl_loop([f"service.environment.K26BENCH_ROUND={counter()}"], 1)
+        _ensure_ok(run, "curl loop (1 s)")
+        record(bench.timing(run), c1_over, c1_det)
+        if i < slow_rounds:
+            log(f"round {i + 1}/{rounds}: ssh+curl loop, 15 s")
+            run = bench.curl_loop([f"service.environment.K26BENCH_ROUND={counter()}"], 15)
+            _ensure_ok(run, "curl loop (15 s)")
+            record(bench.timing(run), c15_over, c15_det)
+
+
+def bench_failure_report(bench: Bench, report: Report, rounds: int, counter: Callable[[], int]) -> None:
+    """A server that fails after the restart: seconds from the failure on the host to k26ctl's exit."""
+    for fault in FAIL_REPORT_FAULTS:
+        series = report.row(f"service failure ({fault}) -> k26ctl verdict", "k26ctl")
+        for _ in range(rounds):
+            change = [
+                f"service.environment.K26BENCH_ROUND={counter()}",
+                f"service.environment.K26LAB_FAULT={fault}",
+            ]
+            run = bench.k26ctl(change)
+            if run.returncode != 1:
+                report.notes.append(f"{fault}: k26ctl exited {run.returncode}, expected 1")
+                continue
+            failed_at = failure_time(bench, run, fault)
+            if failed_at is None:
+                report.notes.append(f"{fault}: the failure was not found on the host")
+                continue
+            series.add(run.ended - failed_at)
+        # back to a healthy server for what follows
+        _ensure_ok(
+            bench.k26ctl([f"service.environment.K26BENCH_ROUND={counter()}"]), "k26ctl deploy (recover)"
+        )
+
+
+def failure_time(bench: Bench, run: Timed, fault: str) -> float | None:
+    """Monotonic seconds of the failure: the main process exit, or the first fatal journal line."""
+    props = bench.shell.show(bench.unit, "ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic")
+    start_us = int(props.get("ExecMainStartTimestampMonotonic") or 0)
+    exit_us = int(props.get("ExecMainExitTimestampMonotonic") or 0)
+    if fault == "exit-during-load":
+        return exit_us / 1e6 if exit_us >= int(run.started * 1e6) else None
+    fatal = re.compile(r"Traceback|Error|crash|died|exited", re.IGNORECASE)
+    for mono, message in bench.shell.journal_after(bench.unit, max(start_us, int(run.started * 1e6))):
+        if fatal.search(message):
+            return mono / 1e6
+    return None
+
+
+def run_companions(report: Report, names: Sequence[str], timeout: float) -> None:
+    """Run the other benchmark scripts as they are and keep their output for the report."""
+    for name in names:
+        script = BENCH_DIR / name
+        if not script.exists():
+            report.companions[name] = "(not present in this checkout)"
+            continue
+        log(f"companion {name}")
+        try:
+            run = timed_run([sys.executable, str(script)], timeout=timeout)
+        except subprocess.TimeoutExpired:
+            report.companions[name] = f"(timed out after {timeout:.0f} s)"
+            continue
+        body = run.stdout.strip() or run.stderr.strip()[-2000:]
+        status = "" if run.returncode == 0 else f"(exited {run.returncode})\n"
+        report.companions[name] = f"{status}{body}\n\n_{run.seconds:.1f} s_"
+
+
+# ---- presentation -------------------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_kib = 0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    return {
+        "cpu": f"{cpu}, {os.cpu_count()} cores",
+        "memory": f"{mem_kib / 2**20:.0f} GiB",
+        "kernel": platform.release(),
+        "os": _os_name(),
+        "python": platform.python_version(),
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def _os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def ratio(report: Report, what: str, tool: str, base_tool: str = "k26ctl") -> str:
+    mine, other = report.find(what, base_tool), report.find(what, tool)
+    if not mine or not other or not mine.values or not other.values or mine.median <= 0:
+        return ""
+    return f"{other.median / mine.median:.1f}x k26ctl"
+
+
+def to_markdown(report: Report) -> str:
+    lines = [f"Command: `{report.command}`", ""]
+    lines.append("Machine: " + "; ".join(f"{k} {v}" for k, v in report.machine.items()))
+    lines += [
+        "",
+        "| measurement | tool | median (min-max) | n | vs k26ctl |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in report.rows:
+        if not row.series.values:
+            continue
+        unit = "" if row.unit == "count" else " s"
+        rel = ratio(report, row.what, row.tool) if row.tool != "k26ctl" else ""
+        lines.append(
+            f"| {row.what} | {row.tool} | {row.series.cell()}{unit} | {len(row.series.values)} | {rel} |"
+        )
+    if report.notes:
+        lines += ["", "Notes:"] + [f"- {n}" for n in dict.fromkeys(report.notes)]
+    for name, body in report.companions.items():
+        lines += ["", f"#### `benchmarks/{name}`", "", body]
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(markdown: str) -> None:
+    text = README.read_text() if README.exists() else ""
+    block = f"{TABLE_START}\n{markdown}{TABLE_END}"
+    if TABLE_START in text and TABLE_END in text:
+        head, rest = text.split(TABLE_START, 1)
+        tail = rest.split(TABLE_END, 1)[1]
+        text = head + block + tail
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    README.write_text(text)
+
+
+# ---- main ---------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lab", default="t-bench", help="lab host name (brought up if needed)")
+    parser.add_argument("--profile", default=str(REPO / "profiles" / "lab" / "none.yaml"))
+    parser.add_argument("--rounds", type=int, default=5, help="changed deploys per tool")
+    parser.add_argument(
+        "--slow-rounds", type=int, default=2, help="rounds of the 15-s loop (about 18 s each)"
+    )
+    parser.add_argument("--fail-rounds", type=int, default=3, help="failure-report runs per fault")
+    parser.add_argument("--load-seconds", type=float, default=3.0, help="K26LAB_LOAD_SECONDS for the server")
+    parser.add_argument("--ready-pattern", default=DEFAULT_READY_PATTERN)
+    parser.add_argument("--skip", default="", help="comma list: ansible,curl,deploy,failure,companions")
+    parser.add_argument("--out", default="/tmp/k26bench", help="directory for results.json and results.md")
+    parser.add_argument("--readme", action="store_true", help="rewrite the table in benchmarks/README.md")
+    parser.add_argument("--down", action="store_true", help="stop the lab host at the end")
+    parser.add_argument("--companion-timeout", type=float, default=600)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = Report(
+        command="python3 benchmarks/run_all.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    )
+    report.machine = machine_info()
+
+    from k26ctl.lab.host import lab_down, lab_up
+    from k26ctl.profile import load_profile
+    from k26ctl.render import unit_name
+
+    log(f"lab host {args.lab}")
+    lab = lab_up(args.lab)
+    shell = LabShell(lab.address, lab.port, lab.key_path, lab.known_hosts_path)
+    base = [f"host.lab={args.lab}", f"service.environment.K26LAB_LOAD_SECONDS={args.load_seconds:g}"]
+    profile = load_profile(args.profile, base).profile
+    serial = iter(range(int(time.time() * 1000) % 10**9, 10**12))
+    with tempfile.TemporaryDirectory(prefix="k26bench-") as tmp:
+        bench = Bench(
+            lab=lab,
+            shell=shell,
+            profile=args.profile,
+            base_overrides=base,
+            unit=unit_name(profile),
+            port=profile.sglang.port,
+            ready_pattern=args.ready_pattern,
+            workdir=Path(tmp),
+        )
+        try:
+            if "ansible" not in skip:
+                bench.ansible, version = ensure_ansible(ANSIBLE_VENV)
+                report.machine["ansible"] = version
+            if "deploy" not in skip:
+                log("warm-up deploy")
+                _ensure_ok(
+                    bench.k26ctl([f"service.environment.K26BENCH_ROUND={next(serial)}"]), "warm-up deploy"
+                )
+                bench_deploys(
+                    bench,
+                    report,
+                    args.rounds,
+                    0 if "curl" in skip else args.slow_rounds,
+                    lambda: next(serial),
+                )
+            if "failure" not in skip:
+                bench_failure_report(bench, report, args.fail_rounds, lambda: next(serial))
+        finally:
+            if args.down:
+                lab_down(args.lab)
+    if "companions" not in skip:
+        run_companions(report, COMPANION_SCRIPTS, args.companion_timeout)
+
+    markdown = to_markdown(report)
+    (out / "results.md").write_text(markdown)
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "machine": report.machine,
+                "rows": [{"what": r.what, "tool": r.tool, **r.series.to_json()} for r in report.rows],
+                "notes": report.notes,
+            },
+            indent=2,
+        )
+    )
+    if args.readme:
+        update_readme(markdown)
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
