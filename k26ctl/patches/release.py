@@ -134,9 +134,11 @@ def _check_one(patch: Patch, text: str) -> tuple[CheckOutcome, str]:
     diff = unified_diff(text, new_text, patch.target)
     if problems:
         return CheckOutcome(patch.name, patch.target, "refused", "; ".join(problems), diff), text
-    return CheckOutcome(
-        patch.name, patch.target, "applied", evaluation.message.replace("would ", ""), diff
-    ), new_text
+    edits = len(patch.edits)
+    message = (
+        f"{edits} edit{'s' * (edits != 1)} applied; compiles; re-apply is a no-op; revert gives the original"
+    )
+    return CheckOutcome(patch.name, patch.target, "applied", message, diff), new_text
 
 
 def check_tree(root: Path, patches: Iterable[Patch], source: str | None = None) -> CheckReport:
