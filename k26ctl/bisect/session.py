@@ -1,0 +1,261 @@
+"""A persisted bisect session: one JSON file for what is searched, one JSON Lines file for what happened.
+
+    $XDG_STATE_HOME/k26ctl/bisect/<name>.json        the spec (written once, plus the final outcome)
+    $XDG_STATE_HOME/k26ctl/bisect/<name>.log.jsonl   one record per line, appended and fsynced:
+        {"event": "start",  "step": n, "assignment": {...}, ...}   before a step deploys anything
+        {"event": "finish", "step": n, "assignment": {...}, "verdict": ..., "seconds": ..., ...}
+
+A step with a start record but no finish record was interrupted and is redone; a finished step is
+never redone, because the strategies only ever ask for configurations without a verdict. A torn last
+line (the process died while writing it) is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from k26ctl.bisect.plan import Assignment, assignment_id
+from k26ctl.bisect.verdict import Verdict
+from k26ctl.errors import K26Error, UsageError
+
+SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+DEFAULT_SESSION = "default"
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "k26ctl" / "bisect"
+
+
+@dataclass
+class SessionSpec:
+    """Everything needed to rebuild the search and its step runner after a restart of k26ctl."""
+
+    mode: str  # "numeric" | "set"
+    profile: str | None = None  # numeric: the profile file searched
+    param: str | None = None
+    candidates: list[Any] = field(default_factory=list)
+    good_profile: str | None = None  # set mode
+    bad_profile: str | None = None
+    sets: list[str] = field(default_factory=list)  # --set overrides applied to every profile
+    run: str | None = None  # --run CMD (instead of smoke)
+    deploy: bool = True
+    tries: int = 1
+    verify_ends: bool = True
+    load_failure_is_bad: bool = False
+    refine: bool = True
+    original: dict[str, Any] | None = None  # what was live before the search (for reset)
+    created: float = field(default_factory=time.time)
+    cwd: str = field(default_factory=os.getcwd)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionSpec:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: int
+    assignment: Assignment
+    verdict: Verdict
+    seconds: float
+    restarted: bool
+    tries: list[str]
+    detail: str
+    replayed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "finish",
+            "step": self.step,
+            "assignment": self.assignment,
+            "verdict": self.verdict.value,
+            "seconds": round(self.seconds, 3),
+            "restarted": self.restarted,
+            "tries": self.tries,
+            "detail": self.detail,
+            "replayed": self.replayed,
+            "time": time.time(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StepRecord:
+        return cls(
+            step=int(data["step"]),
+            assignment=dict(data["assignment"]),
+            verdict=Verdict(data["verdict"]),
+            seconds=float(data.get("seconds", 0.0)),
+            restarted=bool(data.get("restarted", False)),
+            tries=list(data.get("tries", [])),
+            detail=str(data.get("detail", "")),
+            replayed=bool(data.get("replayed", False)),
+        )
+
+
+class SessionLocked(K26Error):
+    exit_code = 1
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json_atomic(path: Path, document: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=2, default=str)
+        handle.write("\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+class Session:
+    def __init__(self, name: str, directory: Path | None = None) -> None:
+        if not SESSION_NAME.match(name):
+            raise UsageError(f"bad session name {name!r}", "letters, digits, '.', '_' and '-' only")
+        self.name = name
+        self.directory = directory or state_dir()
+        self.spec_path = self.directory / f"{name}.json"
+        self.log_path = self.directory / f"{name}.log.jsonl"
+        self.lock_path = self.directory / f"{name}.lock"
+
+    # ---- existence --------------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return self.spec_path.exists()
+
+    def create(self, spec: SessionSpec) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.log_path.unlink(missing_ok=True)
+        _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json(), "outcome": None})
+
+    def remove(self) -> None:
+        for path in (self.spec_path, self.log_path, self.lock_path):
+            path.unlink(missing_ok=True)
+
+    def spec(self) -> SessionSpec:
+        return SessionSpec.from_json(self._document()["spec"])
+
+    def outcome(self) -> dict[str, Any] | None:
+        outcome = self._document().get("outcome")
+        return outcome if isinstance(outcome, dict) else None
+
+    def save_outcome(self, outcome: dict[str, Any] | None) -> None:
+        document = self._document()
+        document["outcome"] = outcome
+        _write_json_atomic(self.spec_path, document)
+
+    def _document(self) -> dict[str, Any]:
+        try:
+            document = json.loads(self.spec_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UsageError(
+                f"no bisect session {self.name!r} in {self.directory}",
+                "start one: k26ctl bisect-config PROFILE --param KEY --good A --bad B",
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise K26Error(f"cannot read {self.spec_path}: {exc}", "remove it to start over") from None
+        if not isinstance(document, dict) or not isinstance(document.get("spec"), dict):
+            raise K26Error(f"{self.spec_path} is not a bisect session", "remove it to start over")
+        return document
+
+    # ---- records ----------------------------------------------------------------------------------
+
+    def _append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def record_start(self, step: int, assignment: Assignment, purpose: str) -> None:
+        record = {"event": "start", "step": step, "assignment": assignment, "purpose": purpose}
+        self._append({**record, "time": time.time()})
+
+    def record_finish(self, record: StepRecord) -> None:
+        self._append(record.to_json())
+
+    def records(self) -> list[dict[str, Any]]:
+        try:
+            lines = self.log_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        parsed = []
+        for number, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                if number == len(lines) - 1:
+                    break  # torn last write: the step it belonged to is simply redone
+                where = f"{self.log_path}:{number + 1}"
+                raise K26Error(f"{where}: not JSON", "remove the line or the session") from None
+            if isinstance(record, dict):
+                parsed.append(record)
+        return parsed
+
+    def finished_steps(self) -> list[StepRecord]:
+        """Finished steps in order; a configuration finished twice (edited logs) keeps its first verdict."""
+        steps, seen = [], set()
+        for record in self.records():
+            if record.get("event") != "finish":
+                continue
+            step = StepRecord.from_json(record)
+            ident = assignment_id(step.assignment)
+            if ident not in seen:
+                seen.add(ident)
+                steps.append(step)
+        return steps
+
+    def interrupted_step(self) -> dict[str, Any] | None:
+        """The last start record without a matching finish (a step to redo), if any."""
+        open_start: dict[str, Any] | None = None
+        for record in self.records():
+            if record.get("event") == "start":
+                open_start = record
+            elif (
+                record.get("event") == "finish"
+                and open_start is not None
+                and open_start.get("step") == record.get("step")
+            ):
+                open_start = None
+        return open_start
+
+    # ---- exclusive use ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One k26ctl process per session: two writers would interleave steps on the same host."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SessionLocked(
+                    f"bisect session {self.name!r} is in use by another k26ctl process",
+                    "wait for it, or use --session NAME for a separate search",
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
