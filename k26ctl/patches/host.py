@@ -16,6 +16,7 @@ import posixpath
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from k26ctl.errors import PatchError, PermissionDeniedError
@@ -184,25 +185,27 @@ def _state_of(host: Host, profile: Profile, tree: SGLangTree, patch: Patch) -> t
     return PatchState(patch.name, evaluation.state.value, message, path, _sha(data)), text
 
 
-def _profile_patches(profile: Profile, names: Iterable[str] | None) -> list[Patch]:
-    return select_patches(list(names) if names is not None else profile.patches)
+def _profile_patches(profile: Profile, names: Iterable[str] | None, directory: Path | None) -> list[Patch]:
+    return select_patches(list(names) if names is not None else profile.patches, directory)
 
 
-def patch_status(host: Host, profile: Profile, names: Iterable[str] | None = None) -> list[PatchState]:
+def patch_status(
+    host: Host, profile: Profile, names: Iterable[str] | None = None, *, patches_dir: Path | None = None
+) -> list[PatchState]:
     """The state of each named patch (default: the profile's `patches:`) on the host's tree."""
-    patches = _profile_patches(profile, names)
+    patches = _profile_patches(profile, names, patches_dir)
     if not patches:
         return []
     tree = locate_sglang(host, profile)
     return [_state_of(host, profile, tree, p)[0] for p in patches]
 
 
-def plan_patches(host: Host, profile: Profile) -> list[PatchAction]:
+def plan_patches(host: Host, profile: Profile, *, patches_dir: Path | None = None) -> list[PatchAction]:
     """Converge the tree to the profile: apply its pending patches, revert shipped patches that are
     applied on the host but no longer listed. Refused patches listed in the profile raise, so a
     deploy stops before changing anything."""
-    listed = select_patches(profile.patches)
-    others = [p for name, p in load_patches().items() if name not in profile.patches]
+    listed = select_patches(profile.patches, patches_dir)
+    others = [p for name, p in load_patches(patches_dir).items() if name not in profile.patches]
     if not listed and not others:
         return []
     tree = locate_sglang(host, profile)
@@ -390,10 +393,12 @@ def _revert_one(host: Host, profile: Profile, tree: SGLangTree, patch: Patch) ->
     return PatchResult(patch.name, "revert", True, State.PENDING.value, how, path, None, before, after)
 
 
-def apply_patches(host: Host, profile: Profile, names: Iterable[str] | None = None) -> list[PatchResult]:
-    """Apply the named patches (default: the profile's) in order; stop at the first refusal.
-    Patches already applied or not needed are reported with changed=False."""
-    patches = _profile_patches(profile, names)
+def apply_patches(
+    host: Host, profile: Profile, names: Iterable[str] | None = None, *, patches_dir: Path | None = None
+) -> list[PatchResult]:
+    """Apply the named patches (default: the profile's) in order. A refusal anywhere in the set is
+    raised before the first write; patches already applied or not needed report changed=False."""
+    patches = _profile_patches(profile, names, patches_dir)
     if not patches:
         return []
     tree = locate_sglang(host, profile)
@@ -406,21 +411,25 @@ def apply_patches(host: Host, profile: Profile, names: Iterable[str] | None = No
     return [_apply_one(host, profile, tree, p) for p in patches]
 
 
-def revert_patches(host: Host, profile: Profile, names: Iterable[str] | None = None) -> list[PatchResult]:
+def revert_patches(
+    host: Host, profile: Profile, names: Iterable[str] | None = None, *, patches_dir: Path | None = None
+) -> list[PatchResult]:
     """Revert the named patches (default: the profile's), last applied first."""
-    patches = _profile_patches(profile, names)
+    patches = _profile_patches(profile, names, patches_dir)
     if not patches:
         return []
     tree = locate_sglang(host, profile)
     return [_revert_one(host, profile, tree, p) for p in reversed(patches)]
 
 
-def execute_plan(host: Host, profile: Profile, actions: Iterable[PatchAction]) -> list[PatchResult]:
+def execute_plan(
+    host: Host, profile: Profile, actions: Iterable[PatchAction], *, patches_dir: Path | None = None
+) -> list[PatchResult]:
     """Carry out the changing actions of plan_patches (for deploy)."""
     results: list[PatchResult] = []
     for action in actions:
         if action.action == "apply":
-            results.extend(apply_patches(host, profile, [action.name]))
+            results.extend(apply_patches(host, profile, [action.name], patches_dir=patches_dir))
         elif action.action == "revert":
-            results.extend(revert_patches(host, profile, [action.name]))
+            results.extend(revert_patches(host, profile, [action.name], patches_dir=patches_dir))
     return results

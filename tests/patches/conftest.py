@@ -1,0 +1,16 @@
+"""Fixtures for the patch tests (helpers live in patch_support.py)."""
+
+from __future__ import annotations
+
+import pytest
+from patch_support import DirHost, ReleaseSources
+
+
+@pytest.fixture
+def host() -> DirHost:
+    return DirHost()
+
+
+@pytest.fixture(scope="session")
+def releases(tmp_path_factory: pytest.TempPathFactory) -> ReleaseSources:
+    return ReleaseSources(tmp_path_factory.mktemp("sglang-releases"))
