@@ -1,0 +1,12 @@
+"""Deploying a profile to its host: plan, apply, restart, readiness, smoke, history, rollback.
+
+`deploy(loaded, opts, on_event)` is the pipeline (see `pipeline`); `rollback` undoes the last change.
+"""
+
+from __future__ import annotations
+
+from k26ctl.deploy.model import DeployEvent, DeployOptions, DeployResult, StepResult
+from k26ctl.deploy.pipeline import deploy
+from k26ctl.deploy.rollback import rollback
+
+__all__ = ["DeployEvent", "DeployOptions", "DeployResult", "StepResult", "deploy", "rollback"]

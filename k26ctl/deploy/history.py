@@ -1,0 +1,163 @@
+"""The deploy history kept on the host: one JSON line per deploy or rollback.
+
+It lives on the host (not on the operator's laptop) so every operator sees the same past: the last
+speculative settings (smoke decision), the last load time (progress ETA), and what to roll back to.
+Each deployed unit text is also kept by checksum next to it, so a rollback does not depend on backup
+file names. Appends are atomic (read, add a line, write through a temp file and rename).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from k26ctl.remote.base import Host
+
+STATE_ROOT = "/var/lib/k26ctl"
+MAX_RECORDS = 1000
+
+
+def state_dir(service: str) -> str:
+    return f"{STATE_ROOT}/{service}"
+
+
+def history_path(service: str) -> str:
+    return f"{state_dir(service)}/history.jsonl"
+
+
+def unit_copy_path(service: str, unit_sha: str) -> str:
+    return f"{state_dir(service)}/units/{unit_sha}.service"
+
+
+@dataclass
+class DeployRecord:
+    """One deploy (or rollback) as the host remembers it."""
+
+    time: str
+    operator: str
+    kind: str  # "deploy" | "rollback"
+    profile: str
+    fingerprint: str
+    unit_path: str
+    unit_sha: str | None  # the unit on disk after this run
+    unit_copy: str | None  # where that unit text is kept for a later rollback
+    previous_unit_sha: str | None  # the unit this run replaced (None: there was none)
+    previous_unit_copy: str | None
+    unit_backup: str | None  # the timestamped backup the atomic write left beside the unit
+    patches: list[str]  # patches applied on the host after this run
+    previous_patches: list[str]  # and before it
+    speculative: dict[str, Any]
+    changed: bool
+    restarted: bool
+    running_unit_sha: str | None  # the unit the running service was started from
+    running_patches: list[str] | None  # the patch set the running service was started with
+    load_seconds: float | None
+    smoke: dict[str, Any] | None
+    verdict: str  # "ok" | "failed" | "rolled-back" | "interrupted"
+    message: str = ""
+    k26ctl_version: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DeployRecord:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        defaults: dict[str, Any] = {
+            "operator": "",
+            "kind": "deploy",
+            "profile": "",
+            "fingerprint": "",
+            "unit_path": "",
+            "unit_sha": None,
+            "unit_copy": None,
+            "previous_unit_sha": None,
+            "previous_unit_copy": None,
+            "unit_backup": None,
+            "patches": [],
+            "previous_patches": [],
+            "speculative": {},
+            "changed": False,
+            "restarted": False,
+            "running_unit_sha": None,
+            "running_patches": None,
+            "load_seconds": None,
+            "smoke": None,
+            "verdict": "unknown",
+        }
+        for key, value in defaults.items():
+            values.setdefault(key, value)
+        values.setdefault("time", "")
+        return cls(**values)
+
+    @property
+    def smoke_passed(self) -> bool | None:
+        if not self.smoke or not self.smoke.get("ran"):
+            return None
+        passed = self.smoke.get("passed")
+        return bool(passed) if passed is not None else None
+
+
+def parse_history(text: str) -> list[DeployRecord]:
+    """Records in file order; lines that are not valid records are skipped (a hand-edited file)."""
+    records = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict):
+            records.append(DeployRecord.from_json(data))
+    return records
+
+
+def serialize(records: Sequence[DeployRecord]) -> str:
+    return "".join(json.dumps(r.to_json(), sort_keys=True, default=str) + "\n" for r in records)
+
+
+def read_history(host: Host, service: str) -> list[DeployRecord]:
+    raw = host.read_file(history_path(service), sudo=True)
+    return parse_history(raw.decode("utf-8", "replace")) if raw else []
+
+
+def last_record(records: Sequence[DeployRecord], *, kind: str | None = None) -> DeployRecord | None:
+    for record in reversed(records):
+        if kind is None or record.kind == kind:
+            return record
+    return None
+
+
+def last_load_seconds(records: Sequence[DeployRecord]) -> float | None:
+    """The most recent measured load time on this host (for the progress ETA)."""
+    for record in reversed(records):
+        if record.load_seconds:
+            return record.load_seconds
+    return None
+
+
+def ensure_state_dir(host: Host, service: str) -> None:
+    host.run(["mkdir", "-p", f"{state_dir(service)}/units"], sudo=True, check=True)
+
+
+def keep_unit_copy(host: Host, service: str, unit_sha: str, text: bytes) -> str:
+    """Store a unit text by checksum (once) so a rollback can restore it exactly."""
+    path = unit_copy_path(service, unit_sha)
+    if host.sha256(path, sudo=True) != unit_sha:
+        host.write_file_atomic(path, text, mode=0o644, sudo=True, backup=False)
+    return path
+
+
+def append_record(host: Host, service: str, record: DeployRecord) -> None:
+    """Existing lines are kept as they are (a newer k26ctl may have written more keys)."""
+    raw = host.read_file(history_path(service), sudo=True) or b""
+    lines = [line for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
+    lines = [*lines, serialize([record]).rstrip("\n")][-MAX_RECORDS:]
+    data = ("\n".join(lines) + "\n").encode()
+    host.write_file_atomic(history_path(service), data, mode=0o644, sudo=True, backup=False)

@@ -1,0 +1,462 @@
+"""`deploy`: take a host from whatever state it is in to the profile's state, then prove it.
+
+validate (local, before anything remote) -> connect -> lock -> facts -> plan -> [--check stops] ->
+confirm -> apply (patches, unit, daemon-reload, enable; Ctrl-C held back) -> restart (only on change or
+--force) -> readiness -> smoke (after speculative changes) -> record on the host -> recap.
+A failure after apply may roll back to the state recorded before it (--rollback-on-failure).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from k26ctl import __version__
+from k26ctl.deploy import apply as ops
+from k26ctl.deploy.facts import HostFacts, gather_facts, read_unit
+from k26ctl.deploy.history import (
+    DeployRecord,
+    append_record,
+    ensure_state_dir,
+    keep_unit_copy,
+    last_load_seconds,
+)
+from k26ctl.deploy.interrupts import deferred_interrupts
+from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
+from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
+from k26ctl.deploy.steps import StepLog
+from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
+from k26ctl.health import ReadinessResult, check_ready_once, read_unit_state, wait_ready
+from k26ctl.profile import LoadedProfile, Profile
+from k26ctl.remote.base import Host
+
+
+def operator() -> str:
+    return os.environ.get("K26CTL_OPERATOR") or f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass
+class Snapshot:
+    """A host state a rollback can return to."""
+
+    unit_text: str | None
+    patches: list[str]
+
+    @property
+    def unit_sha(self) -> str | None:
+        return sha256_text(self.unit_text) if self.unit_text is not None else None
+
+
+@dataclass
+class Context:
+    """Everything one deploy run shares between its steps."""
+
+    profile: Profile
+    host: Host
+    systemd: Any
+    unit: str
+    unit_path: str
+    desired_unit: str
+    log: StepLog
+    result: DeployResult
+    facts: HostFacts | None = None
+    applied: bool = False  # the host was changed by this run
+    unit_backup: str | None = None
+    restarted: bool = False
+
+
+def deploy(
+    loaded: LoadedProfile, opts: DeployOptions | None = None, on_event: EventCallback | None = None
+) -> DeployResult:
+    """Run the pipeline; expected failures of the service come back as a result with exit_code 1,
+    problems that stop the run before it starts (config, host, lock) raise K26Error."""
+    from k26ctl.remote import connect
+    from k26ctl.remote.systemd import Systemd
+    from k26ctl.render import render_unit, unit_name, unit_path
+    from k26ctl.validate import ensure_valid
+
+    opts = opts or DeployOptions()
+    profile = loaded.profile
+    started = time.monotonic()
+    log = StepLog(on_event)
+    with log.step("validate", "validating the profile"):
+        ensure_valid(profile)
+        desired = render_unit(profile)
+    unit = unit_name(profile)
+    result = DeployResult(profile=profile.name or "", host="", unit=unit)
+    with log.step("connect", "connecting to the host") as handle:
+        host = connect(profile, accept_new_host_key=opts.accept_new_host_key)
+        result.host = getattr(host, "name", "") or ""
+        handle.ok(result.host)
+    try:
+        with host.lock(profile.service.name, holder=operator(), wait=opts.lock_wait):
+            log.add("lock", "ok", f"deploy lock for {profile.service.name}")
+            ctx = Context(profile, host, Systemd(host, unit), unit, unit_path(profile), desired, log, result)
+            _run(ctx, opts)
+    finally:
+        host.close()
+        result.steps = log.steps
+        result.wall_seconds = time.monotonic() - started
+    return result
+
+
+def _run(ctx: Context, opts: DeployOptions) -> None:
+    log, result, profile = ctx.log, ctx.result, ctx.profile
+    with log.step("facts", "reading the host's state"):
+        ctx.facts = facts = gather_facts(ctx.host, ctx.systemd, profile, ctx.unit_path)
+    changes, applied = patch_changes(facts.patch_actions)
+    smoke = smoke_decision(
+        opts.smoke,
+        on_spec_change=profile.smoke.on_spec_change,
+        speculative=profile.speculative_settings(),
+        last=facts.last,
+    )
+    plan = compute_plan(
+        unit_path=ctx.unit_path,
+        desired_unit=ctx.desired_unit,
+        current_unit=facts.unit_text,
+        needs_daemon_reload=facts.needs_daemon_reload,
+        unit_state=facts.unit_state,
+        unit_file_state=facts.unit_file_state,
+        patch_changes=changes,
+        applied_patches=applied,
+        last=facts.last,
+        force=opts.force,
+        smoke=smoke,
+    )
+    result.plan, result.smoke_reason = plan, plan.smoke_reason
+    if opts.diff:
+        result.diff = plan.diff_text()
+        if result.diff:
+            log.emit("diff", result.diff)
+    log.add("plan", "ok", "; ".join(plan.change_lines()) or "nothing to change")
+    if opts.check:
+        result.verdict = "changes-pending" if plan.has_changes else "ok"
+        result.exit_code = ExitCode.CHANGES_PENDING if plan.has_changes else ExitCode.OK
+        result.message = "changes pending" if plan.has_changes else "nothing to do"
+        result.host_state = "unchanged (--check)"
+        return
+    _confirm(plan, opts)
+    before = Snapshot(facts.unit_text, applied)
+    try:
+        _apply(ctx, plan)
+        readiness = _restart_and_wait(ctx, plan)
+        if readiness is not None and readiness.ready and plan.smoke:
+            _smoke(ctx)
+        elif plan.smoke:
+            log.add("smoke", "skipped", "the server is not ready")
+        else:
+            log.add("smoke", "skipped", plan.smoke_reason)
+    except KeyboardInterrupt:
+        raise _interrupted(ctx, before) from None
+    except K26Error as exc:
+        if ctx.applied and not ctx.restarted:
+            exc.message += f" ({_disk_state(ctx, before)}; the service was not restarted)"
+        raise
+    _record(ctx, before, plan)
+    if result.verdict == "failed" and opts.rollback_on_failure and ctx.applied:
+        _rollback_after_failure(ctx, before)
+    _describe_state(ctx)
+
+
+def _confirm(plan: Plan, opts: DeployOptions) -> None:
+    if not plan.has_changes or opts.yes:
+        return
+    if opts.confirm is None:
+        raise UsageError(
+            "changes are pending and there is no terminal to confirm them: nothing was changed",
+            "pass --yes (or set K26CTL_YES=1) to apply, or --check/--diff to preview",
+        )
+    if not opts.confirm(plan):
+        raise K26Error("deploy cancelled: nothing was changed")
+
+
+def _apply(ctx: Context, plan: Plan) -> None:
+    log, host, profile = ctx.log, ctx.host, ctx.profile
+    facts = ctx.facts
+    assert facts is not None
+    if not (plan.patches or plan.unit.changed or plan.daemon_reload or plan.enable):
+        log.add("apply", "ok", "the host already matches the profile")
+        return
+
+    def note() -> None:
+        log.emit("warning", "interrupt received: finishing the current step so the host stays consistent")
+
+    with deferred_interrupts(note):
+        if plan.patches:
+            with log.step("patches", "converging SGLang source patches") as handle:
+                results = ops.converge_patches(host, profile, plan.patches)
+                ctx.applied = True
+                done = [f"{r.action} {r.name}" for r in results if r.changed]
+                handle.changed(", ".join(done)) if done else handle.ok("already in place")
+        if plan.unit.changed:
+            with log.step("unit", f"writing {ctx.unit_path}") as handle:
+                ensure_state_dir(host, profile.service.name)
+                if facts.unit_text is not None and facts.unit_sha:
+                    keep_unit_copy(host, profile.service.name, facts.unit_sha, facts.unit_text.encode())
+                keep_unit_copy(host, profile.service.name, plan.unit.desired_sha, ctx.desired_unit.encode())
+                write = ops.write_unit(host, ctx.unit_path, ctx.desired_unit)
+                ctx.applied = True
+                ctx.unit_backup = write.backup_path
+                handle.changed(
+                    f"sha {plan.unit.desired_sha[:12]}"
+                    + (f", backup {write.backup_path}" if write.backup_path else "")
+                )
+        if plan.daemon_reload:
+            with log.step("daemon-reload", "systemctl daemon-reload") as handle:
+                ctx.systemd.daemon_reload()
+                handle.changed(plan.daemon_reload_reason)
+        if plan.enable:
+            with log.step("enable", f"systemctl enable {ctx.unit}") as handle:
+                ops.enable_unit(host, ctx.unit)
+                handle.changed()
+    ctx.result.changed = True
+
+
+def _restart_and_wait(ctx: Context, plan: Plan) -> ReadinessResult | None:
+    log, result, profile, facts = ctx.log, ctx.result, ctx.profile, ctx.facts
+    assert facts is not None
+    if not plan.restart:
+        log.add("restart", "ok", "nothing changed: not restarted")
+        with log.step("readiness", "probing the running server") as handle:
+            probe = check_ready_once(ctx.host, profile)
+            if probe.ok:
+                handle.ok("the running server answers its readiness probes")
+                return None
+            handle.detail = f"not ready yet ({probe.detail}): waiting"
+        # Running but not ready (still loading after an earlier deploy): wait from now on.
+        readiness = wait_ready(
+            ctx.host,
+            ctx.systemd,
+            profile,
+            cursor=ctx.systemd.cursor_now(),
+            baseline=facts.unit_state,
+            armed=True,
+            probe_first=True,
+            expected_load_seconds=last_load_seconds(facts.history),
+            on_progress=_progress_emitter(log),
+            on_line=lambda line: log.emit("log", line),
+        )
+        _readiness_verdict(ctx, readiness, "readiness-wait")
+        return readiness
+    with log.step("restart", f"restarting {ctx.unit}") as handle:
+        restarted = ops.restart_service(ctx.host, ctx.systemd, ctx.unit, facts.unit_state)
+        ctx.restarted = result.restarted = True
+        handle.changed("; ".join(plan.restart_reasons))
+    readiness = wait_ready(
+        ctx.host,
+        ctx.systemd,
+        profile,
+        cursor=restarted.cursor,
+        baseline=restarted.baseline,
+        armed=not restarted.was_running,
+        expected_load_seconds=last_load_seconds(facts.history),
+        on_progress=_progress_emitter(log),
+        on_line=lambda line: log.emit("log", line),
+    )
+    _readiness_verdict(ctx, readiness, "readiness")
+    return readiness
+
+
+def _progress_emitter(log: StepLog) -> Any:
+    def emit(p: Any) -> None:
+        pct = f"{p.percent}%" if p.percent is not None else p.phase
+        log.emit("progress", f"{p.phase}: {pct}", **p.__dict__)
+
+    return emit
+
+
+def _readiness_verdict(ctx: Context, readiness: ReadinessResult, step: str) -> None:
+    result = ctx.result
+    outcome = readiness.outcome
+    if readiness.ready:
+        result.ready_seconds = readiness.wall_seconds
+        result.load_seconds = readiness.server_load_seconds
+        load = f", server load {readiness.server_load_seconds:.1f} s" if readiness.server_load_seconds else ""
+        ctx.log.add(step, "ok", f"ready after {readiness.wall_seconds:.1f} s{load}", readiness.wall_seconds)
+        return
+    result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "readiness"
+    result.message = f"the service did not become ready: {outcome.reason}"
+    result.journal_lines = list(outcome.lines)
+    for line in outcome.lines:
+        ctx.log.emit("journal", line)
+    ctx.log.add(step, "failed", outcome.reason, readiness.wall_seconds)
+
+
+def _smoke(ctx: Context) -> None:
+    from k26ctl.deploy.smoke_step import run_smoke_on_host
+
+    result = ctx.result
+    with ctx.log.step("smoke", "running the smoke suite") as handle:
+        try:
+            report = run_smoke_on_host(ctx.host, ctx.profile)
+        except K26Error as exc:
+            handle.failed(exc.one_line())
+            result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "smoke"
+            result.message = f"smoke could not run: {exc.one_line()}"
+            return
+        result.smoke = report
+        summary = report.summary()
+        if report.passed:
+            handle.ok(summary)
+        else:
+            handle.failed(summary)
+            result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "smoke"
+            result.message = f"smoke failed: {summary}"
+
+
+def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
+    if result.smoke is None:
+        return (
+            {"ran": False}
+            if result.failure != "smoke"
+            else {"ran": True, "passed": False, "summary": result.message}
+        )
+    return {"ran": True, "passed": bool(result.smoke.passed), "summary": result.smoke.summary()}
+
+
+def _record(ctx: Context, before: Snapshot, plan: Plan, *, unit_sha_now: str | None = None) -> None:
+    """One history line; written even for failures, so the next deploy knows what runs."""
+    facts, result, profile = ctx.facts, ctx.result, ctx.profile
+    assert facts is not None
+    last = facts.last
+    if unit_sha_now is None:
+        unit_sha_now = plan.unit.desired_sha if ctx.applied or not plan.unit.changed else facts.unit_sha
+    after_patches = _patches_after(before.patches, plan) if ctx.applied else before.patches
+    running_patches: list[str] | None
+    if ctx.restarted:
+        running_sha, running_patches = unit_sha_now, after_patches
+    elif last is not None:
+        running_sha, running_patches = last.running_unit_sha, last.running_patches
+    else:
+        running_sha, running_patches = (unit_sha_now if facts.unit_state.running else None), before.patches
+    write_record(
+        ctx,
+        DeployRecord(
+            time=now_iso(),
+            operator=operator(),
+            kind="deploy",
+            profile=profile.name or "",
+            fingerprint=profile.fingerprint(),
+            unit_path=ctx.unit_path,
+            unit_sha=unit_sha_now,
+            unit_copy=copy_path(profile, unit_sha_now),
+            previous_unit_sha=before.unit_sha,
+            previous_unit_copy=copy_path(profile, before.unit_sha),
+            unit_backup=ctx.unit_backup,
+            patches=after_patches,
+            previous_patches=before.patches,
+            speculative=profile.speculative_settings(),
+            changed=ctx.applied,
+            restarted=ctx.restarted,
+            running_unit_sha=running_sha,
+            running_patches=running_patches,
+            load_seconds=result.load_seconds,
+            smoke=_smoke_json(result),
+            verdict=result.verdict,
+            message=result.message,
+            k26ctl_version=__version__,
+        ),
+    )
+
+
+def write_record(ctx: Context, record: DeployRecord) -> None:
+    with ctx.log.step("record", "recording the result on the host"):
+        ensure_state_dir(ctx.host, ctx.profile.service.name)
+        append_record(ctx.host, ctx.profile.service.name, record)
+
+
+def copy_path(profile: Profile, sha: str | None) -> str | None:
+    from k26ctl.deploy.history import unit_copy_path
+
+    return unit_copy_path(profile.service.name, sha) if sha else None
+
+
+def _patches_after(before: list[str], plan: Plan) -> list[str]:
+    current = set(before)
+    for change in plan.patches:
+        if change.action == "apply":
+            current.add(change.name)
+        else:
+            current.discard(change.name)
+    return sorted(current)
+
+
+def _rollback_after_failure(ctx: Context, before: Snapshot) -> None:
+    from k26ctl.deploy.rollback import restore_snapshot
+
+    ctx.log.emit("warning", "rolling back to the state before this deploy (--rollback-on-failure)")
+    plan, facts = ctx.result.plan, ctx.facts
+    assert plan is not None and facts is not None
+    last = facts.last
+    source = last if last is not None and last.unit_sha == before.unit_sha else None
+    ready = restore_snapshot(
+        ctx,
+        before,
+        current_patches=_patches_after(before.patches, plan),
+        reason=f"rollback after the failed deploy of {ctx.profile.name}",
+        source=source,
+    )
+    ctx.result.rolled_back = True
+    ctx.result.message += "; rolled back to the previous unit" + (
+        "" if ready else " (which is not ready either)"
+    )
+
+
+def _describe_state(ctx: Context) -> None:
+    result = ctx.result
+    try:
+        state = read_unit_state(ctx.systemd).describe()
+    except K26Error:
+        state = "unknown"
+    sha = sha256_text(ctx.desired_unit)[:12]
+    if result.rolled_back:
+        result.host_state = f"previous unit and patches restored; service {state}"
+    elif result.verdict == "ok":
+        result.host_state = f"unit {ctx.unit_path} is the profile's (sha {sha}); service {state}"
+    else:
+        result.host_state = (
+            f"unit {ctx.unit_path} is the profile's (sha {sha}); service {state}; "
+            "fix the profile and deploy again, or run: k26ctl rollback PROFILE"
+        )
+
+
+def _disk_state(ctx: Context, before: Snapshot) -> str:
+    try:
+        on_disk = read_unit(ctx.host, ctx.unit_path)
+    except K26Error as exc:
+        return f"unit state unknown: {exc.message}"
+    sha = sha256_text(on_disk) if on_disk is not None else None
+    desired = sha256_text(ctx.desired_unit)
+    which = "the new" if sha == desired else "the old" if sha == before.unit_sha else "an unexpected"
+    return f"{which} unit is in place ({ctx.unit_path}, sha {str(sha)[:12]})"
+
+
+def _interrupted(ctx: Context, before: Snapshot) -> Interrupted:
+    """Say exactly which state the host was left in, and remember it on the host."""
+    desired_sha = sha256_text(ctx.desired_unit)
+    try:
+        with deferred_interrupts():
+            on_disk = read_unit(ctx.host, ctx.unit_path)
+            sha = sha256_text(on_disk) if on_disk is not None else None
+            which = "the new" if sha == desired_sha else "the old" if sha == before.unit_sha else "an unknown"
+            running = "restarted" if ctx.restarted else "not restarted (still running the old unit)"
+            state = f"{which} unit is in place ({ctx.unit_path}, sha {str(sha)[:12]}); service was {running}"
+            ctx.result.verdict = "interrupted"
+            ctx.result.message = "interrupted"
+            if ctx.facts is not None and ctx.result.plan is not None:
+                _record(ctx, before, ctx.result.plan, unit_sha_now=sha)
+    except (K26Error, OSError) as exc:
+        state = f"unknown ({exc}); run k26ctl status PROFILE"
+    return Interrupted(
+        f"interrupted: {state}",
+        "run the same deploy again to finish (a pending restart is remembered), or k26ctl rollback PROFILE",
+    )

@@ -1,0 +1,35 @@
+"""Running the smoke suite against the server a deploy just (re)started, through the host's forward."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from k26ctl.health import api_key, probe_address
+from k26ctl.profile import Profile
+from k26ctl.remote.base import Host
+
+
+def _load_suite(profile: Profile) -> Any:
+    if not profile.smoke.suite:
+        return None
+    from k26ctl import smoke
+
+    loader = getattr(smoke, "load_suite", None)
+    if loader is None:
+        from k26ctl.smoke.suite import load_suite as loader
+    return loader(profile.smoke.suite)
+
+
+def run_smoke_on_host(host: Host, profile: Profile) -> Any:
+    """The SmokeReport of the profile's suite (default suite when none is named)."""
+    from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
+
+    suite = _load_suite(profile)
+    options = SmokeOptions(
+        concurrency=profile.smoke.concurrency,
+        min_accept_length=profile.smoke.min_accept_length,
+        timeout=profile.smoke.timeout,
+    )
+    with host.forward(probe_address(profile), profile.sglang.port) as (address, port):
+        target = SmokeTarget(f"http://{address}:{port}", profile.served_name, api_key(profile))
+        return run_smoke(target, suite, options=options)

@@ -1,0 +1,291 @@
+"""Waiting for a (re)started server to become ready, or failing fast when it will not.
+
+Three sources feed `k26ctl.deploy.readiness.ReadinessMachine`: the unit's journal, followed live from
+a cursor taken before the restart (the ready line triggers one probe at once, a fatal line fails the
+wait); the unit's state from `systemctl show` every second (failed, restarted, main process gone);
+and HTTP probes through the host's port forward (`/health`, then the served model in `/v1/models`),
+every second at first and never slower than every five. If following the journal breaks, it is polled
+from the last cursor instead.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from k26ctl.deploy.journal_scan import LoadProgress
+from k26ctl.deploy.readiness import Outcome, OutcomeKind, ProbeResult, ReadinessMachine, UnitState
+from k26ctl.profile import Profile
+from k26ctl.remote.base import Host
+
+UNIT_PROPS = ("ActiveState", "SubState", "NRestarts", "MainPID", "ExecMainStatus", "Result")
+UNIT_CHECK_INTERVAL = 1.0
+PROBE_TIMEOUT = 5.0
+
+
+@dataclass
+class ReadinessResult:
+    outcome: Outcome
+    wall_seconds: float  # from the start of the wait to the outcome
+    server_load_seconds: float | None  # the server's own start-to-ready time, from its journal
+    reported_load_seconds: float | None  # SGLang's `Load weight end. elapsed=`
+    probes: int
+    progress: LoadProgress | None
+
+    @property
+    def ready(self) -> bool:
+        return self.outcome.kind is OutcomeKind.READY
+
+
+@dataclass(frozen=True)
+class Progress:
+    percent: int | None
+    done: int | None
+    total: int | None
+    elapsed: float
+    eta: float | None
+    phase: str
+
+
+ProgressCallback = Callable[[Progress], None]
+LineCallback = Callable[[str], None]
+
+
+def probe_address(profile: Profile) -> str:
+    """Where the server listens, as seen from the host itself."""
+    host = profile.sglang.host
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else ("::1" if host == "::" else host)
+
+
+def api_key(profile: Profile) -> str | None:
+    name = profile.sglang.api_key_env
+    return os.environ.get(name) if name else None
+
+
+class HttpProber:
+    """Runs the profile's readiness probes in order; all must pass."""
+
+    def __init__(self, base_url: str, profile: Profile, *, timeout: float = PROBE_TIMEOUT) -> None:
+        import httpx
+
+        headers = {}
+        key = api_key(profile)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._httpx = httpx
+        self._client = httpx.Client(base_url=base_url, timeout=timeout, headers=headers, trust_env=False)
+        self._paths = list(profile.readiness.probes)
+        self._model = profile.served_name
+
+    def close(self) -> None:
+        self._client.close()
+
+    def probe(self) -> ProbeResult:
+        for path in self._paths:
+            try:
+                response = self._client.get(path)
+            except self._httpx.HTTPError as exc:
+                return ProbeResult(False, f"{path}: {type(exc).__name__}")
+            if response.status_code != 200:
+                return ProbeResult(False, f"{path}: HTTP {response.status_code}")
+            if path.rstrip("/").endswith("/v1/models"):
+                problem = self._check_models(response)
+                if problem:
+                    return ProbeResult(False, f"{path}: {problem}")
+        return ProbeResult(True, "ok")
+
+    def _check_models(self, response: Any) -> str | None:
+        try:
+            cards = response.json().get("data") or []
+            ids = [card.get("id") for card in cards if isinstance(card, dict)]
+        except (ValueError, AttributeError):
+            return "not a model list"
+        if self._model not in ids:
+            return f"model {self._model!r} not served (serving {ids})"
+        return None
+
+
+class JournalFeed:
+    """Journal entries after a cursor: followed in a thread, or polled when following fails."""
+
+    def __init__(self, systemd: Any, cursor: str | None) -> None:
+        self._systemd = systemd
+        self._cursor = cursor
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._following = True
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="k26ctl-journal", daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        iterator: Iterator[Any] | None = None
+        try:
+            iterator = self._systemd.follow(cursor=self._cursor)
+            for entry in iterator:
+                if self._stop.is_set():
+                    break
+                self._queue.put(entry)
+        except Exception as exc:  # the stream broke: fall back to polling
+            self._queue.put(exc)
+        finally:
+            self._following = False
+            close = getattr(iterator, "close", None)
+            if callable(close):
+                with suppress(Exception):
+                    close()
+
+    def get(self, timeout: float) -> list[Any]:
+        """Entries that arrived, waiting up to `timeout` seconds for the first one."""
+        entries: list[Any] = []
+        if not self._following and self._queue.empty():
+            time.sleep(max(0.0, min(timeout, 0.25)))
+            return self._poll()
+        try:
+            item = self._queue.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return entries
+        while True:
+            if isinstance(item, BaseException):
+                entries.extend(self._poll())
+            else:
+                entries.append(item)
+                self._cursor = getattr(item, "cursor", self._cursor) or self._cursor
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return entries
+
+    def _poll(self) -> list[Any]:
+        try:
+            entries = list(self._systemd.journal(cursor=self._cursor))
+        except Exception:
+            return []
+        if entries:
+            self._cursor = getattr(entries[-1], "cursor", self._cursor) or self._cursor
+        return entries
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+@contextmanager
+def _prober(host: Host, profile: Profile) -> Iterator[HttpProber]:
+    with host.forward(probe_address(profile), profile.sglang.port) as (address, port):
+        prober = HttpProber(f"http://{address}:{port}", profile)
+        try:
+            yield prober
+        finally:
+            prober.close()
+
+
+def read_unit_state(systemd: Any) -> UnitState:
+    return UnitState.from_show(systemd.show(*UNIT_PROPS))
+
+
+def _eta(elapsed: float, progress: LoadProgress | None, expected: float | None) -> float | None:
+    if expected:
+        return max(0.0, expected - elapsed)
+    if progress is not None and progress.percent > 0:
+        return elapsed * (100 - progress.percent) / progress.percent
+    return None
+
+
+def wait_ready(
+    host: Host,
+    systemd: Any,
+    profile: Profile,
+    *,
+    cursor: str | None,
+    baseline: UnitState | None,
+    armed: bool,
+    probe_first: bool = False,
+    expected_load_seconds: float | None = None,
+    on_progress: ProgressCallback | None = None,
+    on_line: LineCallback | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> ReadinessResult:
+    """Block until the server is ready, has failed, or readiness.timeout has passed."""
+    start = clock()
+    machine = ReadinessMachine(
+        start=start,
+        timeout=profile.readiness.timeout,
+        baseline=baseline,
+        armed=armed,
+        poll_initial=profile.readiness.poll_initial,
+        poll_max=profile.readiness.poll_max,
+    )
+    feed = JournalFeed(systemd, cursor)
+    next_unit_check = start + min(UNIT_CHECK_INTERVAL, 0.5)
+    last_reported: tuple[Any, ...] | None = None
+    try:
+        with _prober(host, profile) as prober:
+            if probe_first:
+                machine.on_probe(prober.probe(), clock())
+            while machine.outcome is None:
+                now = clock()
+                wake = min(machine.next_wakeup(now), next_unit_check)
+                for entry in feed.get(wake - now):
+                    message = getattr(entry, "message", str(entry))
+                    ts = getattr(entry, "timestamp_us", None)
+                    machine.on_journal(message, clock(), timestamp_us=ts)
+                    if on_line is not None and machine.armed:
+                        on_line(message)
+                    if machine.outcome is not None:
+                        break
+                now = clock()
+                if machine.outcome is None and now >= next_unit_check:
+                    machine.on_unit(read_unit_state(systemd), clock())
+                    next_unit_check = clock() + UNIT_CHECK_INTERVAL
+                if machine.outcome is None and machine.probe_due(clock()):
+                    machine.on_probe(prober.probe(), clock())
+                if machine.outcome is None:
+                    machine.on_tick(clock())
+                if on_progress is not None:
+                    elapsed = clock() - start
+                    phase = _phase(machine)
+                    key = (machine.progress, phase, int(elapsed))
+                    if key != last_reported:
+                        last_reported = key
+                        p = machine.progress
+                        on_progress(
+                            Progress(
+                                p.percent if p else None,
+                                p.done if p else None,
+                                p.total if p else None,
+                                elapsed,
+                                _eta(elapsed, p, expected_load_seconds),
+                                phase,
+                            )
+                        )
+    finally:
+        feed.stop()
+    outcome = machine.outcome
+    assert outcome is not None
+    return ReadinessResult(
+        outcome=outcome,
+        wall_seconds=outcome.at - start,
+        server_load_seconds=machine.server_load_seconds,
+        reported_load_seconds=machine.reported_load_seconds,
+        probes=machine.probes,
+        progress=machine.progress,
+    )
+
+
+def _phase(machine: ReadinessMachine) -> str:
+    if machine.ready_line_seen:
+        return "probing"
+    if machine.progress is not None:
+        return "loading weights" if machine.progress.percent < 100 else "warming up"
+    return "starting"
+
+
+def check_ready_once(host: Host, profile: Profile) -> ProbeResult:
+    """One round of the readiness probes (status, no-change deploys)."""
+    with _prober(host, profile) as prober:
+        return prober.probe()
