@@ -1,0 +1,204 @@
+"""Reach into a lab host around k26ctl's back: cause faults and read the host's state afterwards.
+
+Two doors, neither of them k26ctl's own remote layer: plain `ssh` with the host's key and known_hosts
+(what an operator would type), and `nsenter` into the container's namespaces from this machine (a
+console that still works when sshd is down or the network is cut).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class HostCtl:
+    lab: Any  # k26ctl.lab.host.LabHostState
+    unit: str = "sglang.service"
+    unit_dir: str = "/etc/systemd/system"
+
+    # ---- doors -------------------------------------------------------------------------------------
+    def init_pid(self) -> int:
+        children = Path(f"/proc/{self.lab.pid}/task/{self.lab.pid}/children").read_text().split()
+        if not children:
+            raise RuntimeError(f"lab host {self.lab.name}: no init process under nspawn pid {self.lab.pid}")
+        return int(children[0])
+
+    def console(self, command: str, *, check: bool = True, timeout: float = 30) -> str:
+        """Run a shell command inside the host through nsenter (no SSH involved)."""
+        proc = subprocess.run(
+            [
+                "nsenter",
+                "-t",
+                str(self.init_pid()),
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "--",
+                "/bin/sh",
+                "-c",
+                command,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"console: {command!r} exited {proc.returncode}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def ssh_options(self) -> list[str]:
+        return [
+            "-i",
+            self.lab.key_path,
+            "-p",
+            str(self.lab.port),
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={self.lab.known_hosts_path}",
+            "-o",
+            "ConnectTimeout=5",
+            "-o",
+            "LogLevel=ERROR",
+        ]
+
+    def ssh(self, command: str, *, check: bool = True, timeout: float = 30) -> str:
+        proc = subprocess.run(
+            ["ssh", *self.ssh_options(), f"root@{self.lab.address}", command],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"ssh: {command!r} exited {proc.returncode}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    # ---- state ---------------------------------------------------------------------------------------
+    @property
+    def unit_path(self) -> str:
+        return f"{self.unit_dir}/{self.unit}"
+
+    def unit_text(self) -> str | None:
+        out = self.console(f"cat {shlex.quote(self.unit_path)} 2>/dev/null || true")
+        return out or None
+
+    def unit_sha(self) -> str | None:
+        return self.file_sha(self.unit_path)
+
+    def file_sha(self, path: str) -> str | None:
+        out = self.console(f"sha256sum {shlex.quote(path)} 2>/dev/null || true").split()
+        return out[0] if out else None
+
+    def show(self, *props: str) -> dict[str, str]:
+        out = self.console(f"systemctl show {shlex.quote(self.unit)} " + " ".join(f"-p {p}" for p in props))
+        return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+    def active_state(self) -> str:
+        return self.show("ActiveState")["ActiveState"]
+
+    def needs_daemon_reload(self) -> bool:
+        return self.show("NeedDaemonReload").get("NeedDaemonReload") == "yes"
+
+    def leftovers_in(self, directory: str) -> list[str]:
+        """Files in a directory that look like an interrupted atomic write (temp names)."""
+        names = self.console(f"ls -A {shlex.quote(directory)} 2>/dev/null || true").split()
+        return [n for n in names if re.search(r"(\.tmp|\.k26tmp|\.part|~$|\.new$)", n) and ".bak" not in n]
+
+    def main_pid(self) -> int:
+        return int(self.show("MainPID")["MainPID"])
+
+    def main_cmdline(self) -> list[str]:
+        pid = self.main_pid()
+        raw = self.console(f"cat /proc/{pid}/cmdline")
+        return raw.split("\0")[:-1]
+
+    def main_environ(self) -> dict[str, str]:
+        pid = self.main_pid()
+        raw = self.console(f"cat /proc/{pid}/environ")
+        return dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
+
+    def wait_active(self, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        state = self.active_state()
+        while state not in ("active", "failed", "inactive") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            state = self.active_state()
+        return state
+
+    # ---- faults ---------------------------------------------------------------------------------------
+    def kill_ssh_sessions(self) -> int:
+        """Kill every sshd session process (not the listener): open connections drop at once."""
+        out = self.console(
+            "for p in $(pgrep -f '^sshd: ' ); do "
+            "case \"$(cat /proc/$p/cmdline | tr '\\0' ' ')\" in *listener*|*/usr/sbin/sshd*) ;; "
+            "*) kill -9 $p && echo $p ;; esac; done",
+            check=False,
+        )
+        return len(out.split())
+
+    def sshd(self, action: str) -> None:
+        self.console(f"systemctl {action} k26lab-sshd.service")
+
+    def outside_link(self) -> str:
+        out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True).stdout
+        address = self.lab.address.rsplit(".", 1)[0] + ".1/"
+        for line in out.splitlines():
+            if address in line:
+                return line.split()[1].split("@")[0]
+        raise RuntimeError(f"no outside link for {self.lab.address}")
+
+    @contextmanager
+    def link_down(self) -> Iterator[None]:
+        link = self.outside_link()
+        subprocess.run(["ip", "link", "set", link, "down"], check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["ip", "link", "set", link, "up"], check=True)
+
+    @contextmanager
+    def tiny_unit_dir(self, size: str = "4k") -> Iterator[None]:
+        """A full disk under the unit directory: a tmpfs of one page holding a copy of what was there."""
+        quoted = shlex.quote(self.unit_dir)
+        self.console(
+            f"mkdir -p /run/k26faults && cp -a {quoted}/. /run/k26faults/ && "
+            f"mount -t tmpfs -o size={size} tmpfs {quoted} && "
+            f"cp -a /run/k26faults/{shlex.quote(self.unit)} {quoted}/ ; true"
+        )
+        try:
+            yield
+        finally:
+            self.console(f"umount {quoted}; rm -rf /run/k26faults")
+
+    def replace_host_key(self) -> str:
+        """Give sshd a new host key (keeping the old one aside); returns the old key's path."""
+        config = self.console("cat /etc/k26lab/ssh/sshd_config")
+        match = re.search(r"^HostKey\s+(\S+)", config, re.MULTILINE)
+        if match is None:
+            raise RuntimeError("sshd_config has no HostKey line")
+        key = match.group(1)
+        self.console(
+            f"cp -a {key} {key}.k26faults && rm -f {key} {key}.pub && "
+            f"ssh-keygen -q -t ed25519 -N '' -f {key} && systemctl restart k26lab-sshd.service"
+        )
+        return key
+
+    def restore_host_key(self, key: str) -> None:
+        self.console(
+            f"mv -f {key}.k26faults {key} && ssh-keygen -y -f {key} > {key}.pub && "
+            "systemctl restart k26lab-sshd.service"
+        )
