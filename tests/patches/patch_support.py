@@ -40,7 +40,10 @@ class DirHost(Host):
         stdin: bytes | None = None,
     ) -> CommandResult:
         full_env = {**os.environ, **(env or {})}
-        proc = subprocess.run(list(argv), input=stdin, capture_output=True, timeout=timeout, env=full_env)
+        try:
+            proc = subprocess.run(list(argv), input=stdin, capture_output=True, timeout=timeout, env=full_env)
+        except FileNotFoundError as exc:
+            return CommandResult(tuple(argv), 127, "", f"{argv[0]}: not found ({exc.strerror})")
         return CommandResult(tuple(argv), proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
     def stream(
