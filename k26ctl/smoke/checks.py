@@ -1,0 +1,88 @@
+"""Prompt-aware checks: does the answer do what this particular prompt asked?"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+from k26ctl.smoke.detectors import Finding
+from k26ctl.smoke.suite import Expectation
+
+_FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def extract_block(text: str) -> str:
+    """The first fenced code block if there is one, else the whole text."""
+    match = _FENCE.search(text)
+    return match.group(1) if match else text.strip()
+
+
+def _finding(check: Expectation, message: str, span: tuple[int, int] = (0, 0), excerpt: str = "") -> Finding:
+    return Finding(
+        detector=f"expect.{check.type}",
+        score=0.0,
+        threshold=1.0,
+        span=span,
+        excerpt=excerpt,
+        message=message,
+        severity=check.severity,
+    )
+
+
+def _number_text(text: str) -> str:
+    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+
+
+def run_check(check: Expectation, text: str, completion_tokens: int | None = None) -> Finding | None:
+    """None when the check passes, else a finding saying what was expected."""
+    value = check.value or ""
+    if check.type == "contains":
+        if value.lower() not in text.lower():
+            return _finding(check, f"expected the answer to mention {value!r}")
+    elif check.type == "not_contains":
+        index = text.lower().find(value.lower())
+        if index >= 0:
+            return _finding(
+                check, f"the answer must not contain {value!r}", (index, index + len(value)), value
+            )
+    elif check.type == "regex":
+        if not re.search(value, text, re.DOTALL):
+            return _finding(check, f"the answer does not match /{value}/")
+    elif check.type == "answer":
+        pattern = rf"(?<![\w.]){re.escape(_number_text(value))}(?![\w]|\.\d)"
+        if not re.search(pattern, _number_text(text), re.IGNORECASE):
+            return _finding(check, f"expected the answer {value!r}")
+    elif check.type == "json":
+        block = extract_block(text)
+        try:
+            json.loads(block)
+        except json.JSONDecodeError as exc:
+            return _finding(
+                check,
+                f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                (exc.pos, exc.pos + 1),
+                block[max(0, exc.pos - 20) : exc.pos + 20],
+            )
+    elif check.type == "python":
+        block = extract_block(text)
+        try:
+            ast.parse(block)
+        except SyntaxError as exc:
+            return _finding(
+                check, f"not valid Python: {exc.msg} (line {exc.lineno})", excerpt=(exc.text or "").strip()
+            )
+    elif check.type == "repeats":
+        found = len(re.findall(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE))
+        if found != check.count:
+            return _finding(check, f"expected {value!r} exactly {check.count} times, found {found}")
+    elif check.type == "min_tokens" and completion_tokens is not None and check.count is not None:
+        if completion_tokens < check.count:
+            return _finding(
+                check, f"only {completion_tokens} tokens generated, expected at least {check.count}"
+            )
+    return None
+
+
+def run_checks(checks: list[Expectation], text: str, completion_tokens: int | None = None) -> list[Finding]:
+    return [f for f in (run_check(c, text, completion_tokens) for c in checks) if f is not None]

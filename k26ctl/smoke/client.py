@@ -1,0 +1,238 @@
+"""A small HTTP client for the parts of SGLang's server the smoke suite uses.
+
+/v1/chat/completions for answers (with `reasoning_content` when a reasoning parser is on), native
+/generate for per-request speculative statistics (`meta_info.spec_accept_length`, `spec_verify_ct`),
+/server_info for the server identity and `avg_spec_accept_length`, /v1/models for the model name.
+Transport failures become `UnreachableError`; HTTP errors and malformed bodies become
+`ResponseError`, which the runner records as a failed request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from k26ctl.errors import PermissionDeniedError, UnreachableError
+
+
+class ResponseError(Exception):
+    """The server answered, but not with a usable response (HTTP error status, malformed JSON)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    reasoning: str
+    finish_reason: str | None
+    completion_tokens: int | None
+    elapsed: float
+    accept_length: float | None = None
+    verify_ct: int | None = None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if not self.completion_tokens or self.elapsed <= 0:
+            return None
+        return self.completion_tokens / self.elapsed
+
+
+_TRANSPORT_ERRORS = (httpx.TransportError,)
+
+
+class SGLangClient:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+            transport=transport,
+            trust_env=False,  # never route a loopback or tunnelled URL through a proxy
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SGLangClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- plumbing --------------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        try:
+            response = self._http.request(method, path, json=body)
+        except httpx.TimeoutException as exc:
+            raise UnreachableError(
+                f"{self.base_url}{path}: no answer within the timeout ({type(exc).__name__})",
+                "the server may be hung or overloaded; check its journal, or raise --timeout",
+            ) from None
+        except _TRANSPORT_ERRORS as exc:
+            raise UnreachableError(
+                f"{self.base_url}{path}: cannot reach the server ({type(exc).__name__}: {exc})",
+                "is the server running and listening there? check `systemctl status` and the journal",
+            ) from None
+        if response.status_code in (401, 403):
+            raise PermissionDeniedError(
+                f"{self.base_url}{path}: the server refused the API key (HTTP {response.status_code})",
+                "set the API key variable named by sglang.api_key_env (or --api-key-env)",
+            )
+        if response.status_code >= 400:
+            raise ResponseError(f"HTTP {response.status_code} from {path}: {response.text[:200].strip()}")
+        try:
+            return response.json()
+        except ValueError:
+            raise ResponseError(f"malformed JSON from {path}: {response.text[:120]!r}") from None
+
+    # ---- endpoints -------------------------------------------------------------------------------
+
+    def model_names(self) -> list[str]:
+        data = self._request("GET", "/v1/models")
+        try:
+            return [str(card["id"]) for card in data["data"]]
+        except (KeyError, TypeError) as exc:
+            raise ResponseError(f"unexpected /v1/models body: missing {exc}") from None
+
+    def server_info(self) -> dict[str, Any] | None:
+        """The resolved server arguments and version; None when the endpoint is missing."""
+        for path in ("/server_info", "/get_server_info"):
+            try:
+                data = self._request("GET", path)
+            except ResponseError:
+                continue
+            if isinstance(data, dict):
+                return data
+        return None
+
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int,
+        top_p: float | None = None,
+        seed: int | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+    ) -> Completion:
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        if top_p is not None:
+            body["top_p"] = top_p
+        if seed is not None:
+            body["seed"] = seed
+        if chat_template_kwargs:
+            body["chat_template_kwargs"] = chat_template_kwargs
+        started = time.monotonic()
+        data = self._request("POST", "/v1/chat/completions", body)
+        elapsed = time.monotonic() - started
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+            text = message.get("content") or ""
+            reasoning = message.get("reasoning_content") or ""
+            usage = data.get("usage") or {}
+            tokens = usage.get("completion_tokens")
+            finish = choice.get("finish_reason")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ResponseError(f"unexpected chat completion body: {exc!r}") from None
+        if not isinstance(text, str) or not isinstance(reasoning, str):
+            raise ResponseError("unexpected chat completion body: content is not text")
+        return Completion(text, reasoning, finish, int(tokens) if tokens is not None else None, elapsed)
+
+    def generate(
+        self,
+        text: str,
+        *,
+        temperature: float,
+        max_new_tokens: int,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        params: dict[str, Any] = {"temperature": temperature, "max_new_tokens": max_new_tokens}
+        if top_p is not None:
+            params["top_p"] = top_p
+        if seed is not None:
+            params["sampling_seed"] = seed
+        started = time.monotonic()
+        data = self._request("POST", "/generate", {"text": text, "sampling_params": params})
+        elapsed = time.monotonic() - started
+        if isinstance(data, list):
+            data = data[0] if data else {}
+        try:
+            out = data["text"]
+            meta = data.get("meta_info") or {}
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ResponseError(f"unexpected /generate body: {exc!r}") from None
+        if not isinstance(out, str):
+            raise ResponseError("unexpected /generate body: text is not a string")
+        finish = meta.get("finish_reason")
+        if isinstance(finish, dict):
+            finish = finish.get("type")
+        accept = meta.get("spec_accept_length")
+        verify = meta.get("spec_verify_ct")
+        tokens = meta.get("completion_tokens")
+        return Completion(
+            out,
+            "",
+            finish,
+            int(tokens) if tokens is not None else None,
+            elapsed,
+            float(accept) if accept is not None else None,
+            int(verify) if verify is not None else None,
+        )
+
+
+def avg_accept_length(server_info: dict[str, Any] | None) -> float | None:
+    """`internal_states[0].avg_spec_accept_length`, when the server runs speculative decoding."""
+    if not server_info:
+        return None
+    states = server_info.get("internal_states")
+    if isinstance(states, list) and states and isinstance(states[0], dict):
+        value = states[0].get("avg_spec_accept_length")
+        if isinstance(value, (int, float)):
+            return float(value)
+    return None
+
+
+_IDENTITY_KEYS = (
+    "model_path",
+    "served_model_name",
+    "tp_size",
+    "attention_backend",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_draft_tokens",
+    "speculative_dflash_block_size",
+    "speculative_ddtree_budget",
+    "speculative_eagle_topk",
+    "speculative_num_steps",
+    "page_size",
+    "disable_overlap_schedule",
+)
+
+
+def server_identity(server_info: dict[str, Any] | None, model: str) -> dict[str, Any]:
+    """What a baseline must record to be comparable later: model, version, key server args."""
+    info = server_info or {}
+    args = {k: info[k] for k in _IDENTITY_KEYS if k in info}
+    if isinstance(info.get("server_args"), dict):
+        args.update({k: info["server_args"][k] for k in _IDENTITY_KEYS if k in info["server_args"]})
+    return {"model": model, "version": info.get("version"), "server_args": args}

@@ -1,0 +1,254 @@
+"""Smoke results and their presentations: a summary line, JSON, a Rich table and JUnit XML."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any
+
+from k26ctl.smoke.baseline import BaselineComparison
+from k26ctl.smoke.detectors import Finding
+
+
+@dataclass
+class RequestResult:
+    """One request of the suite and everything found wrong with its answer."""
+
+    prompt_id: str
+    kind: str
+    api: str
+    temperature: float
+    attempt: int
+    text: str = ""
+    reasoning: str = ""
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    elapsed: float = 0.0
+    accept_length: float | None = None
+    verify_ct: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        suffix = f"#{self.attempt + 1}" if self.attempt else ""
+        return f"{self.prompt_id}@T{self.temperature:g}{suffix}"
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if not self.completion_tokens or self.elapsed <= 0:
+            return None
+        return self.completion_tokens / self.elapsed
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "fail"]
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and not self.failures
+
+    @property
+    def verdict(self) -> str:
+        if self.error is not None:
+            return "error"
+        if self.failures:
+            return "FAIL"
+        return "warn" if self.findings else "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        tps = self.tokens_per_s
+        return {
+            "name": self.name,
+            "prompt_id": self.prompt_id,
+            "kind": self.kind,
+            "api": self.api,
+            "temperature": self.temperature,
+            "attempt": self.attempt,
+            "verdict": self.verdict,
+            "passed": self.passed,
+            "error": self.error,
+            "finish_reason": self.finish_reason,
+            "completion_tokens": self.completion_tokens,
+            "elapsed_s": round(self.elapsed, 4),
+            "tokens_per_s": round(tps, 2) if tps is not None else None,
+            "accept_length": round(self.accept_length, 3) if self.accept_length is not None else None,
+            "spec_verify_ct": self.verify_ct,
+            "reasons": [f.reason() for f in self.failures],
+            "findings": [f.to_json() for f in self.findings],
+            "text": self.text,
+            "reasoning": self.reasoning,
+        }
+
+
+@dataclass
+class SmokeReport:
+    base_url: str
+    model: str
+    suite: str
+    concurrency: int
+    results: list[RequestResult]
+    suite_findings: list[Finding] = field(default_factory=list)
+    server_identity: dict[str, Any] = field(default_factory=dict)
+    server_accept_before: float | None = None
+    server_accept_after: float | None = None
+    min_accept_length: float | None = None
+    baseline: BaselineComparison | None = None
+    baseline_recorded: str | None = None
+    wall_seconds: float = 0.0
+
+    @property
+    def failed_results(self) -> list[RequestResult]:
+        return [r for r in self.results if not r.passed]
+
+    @property
+    def passed(self) -> bool:
+        suite_failed = any(f.severity == "fail" for f in self.suite_findings)
+        return (
+            not self.failed_results and not suite_failed and (self.baseline is None or self.baseline.passed)
+        )
+
+    @property
+    def accept_lengths(self) -> list[float]:
+        return [r.accept_length for r in self.results if r.accept_length is not None]
+
+    def summary(self) -> str:
+        ok = sum(r.passed for r in self.results)
+        parts = [
+            f"smoke {'PASSED' if self.passed else 'FAILED'}: {ok}/{len(self.results)} requests ok",
+            f"suite={self.suite}",
+            f"model={self.model}",
+            f"concurrency={self.concurrency}",
+            f"wall={self.wall_seconds:.1f}s",
+        ]
+        if self.accept_lengths:
+            mean = sum(self.accept_lengths) / len(self.accept_lengths)
+            parts.append(f"accept_len(mean)={mean:.2f}")
+        if self.server_accept_after is not None:
+            parts.append(f"server_avg_accept_len={self.server_accept_after:.2f}")
+        if self.baseline is not None:
+            parts.append(f"baseline_exact={self.baseline.exact_match_rate:.0%}")
+        failing = sorted(
+            {f.detector for r in self.results for f in r.failures}
+            | {f.detector for f in self.suite_findings if f.severity == "fail"}
+        )
+        if failing:
+            parts.append(f"findings={','.join(failing)}")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "summary": self.summary(),
+            "base_url": self.base_url,
+            "model": self.model,
+            "suite": self.suite,
+            "concurrency": self.concurrency,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "server": self.server_identity,
+            "server_avg_accept_length": {
+                "before": self.server_accept_before,
+                "after": self.server_accept_after,
+            },
+            "min_accept_length": self.min_accept_length,
+            "suite_findings": [f.to_json() for f in self.suite_findings],
+            "baseline": self.baseline.to_json() if self.baseline else None,
+            "baseline_recorded": self.baseline_recorded,
+            "results": [r.to_json() for r in self.results],
+        }
+
+    def to_junit(self) -> str:
+        """JUnit XML: one test case per request, plus one for the suite-wide checks."""
+        failures = len(self.failed_results) + (0 if self._suite_case_ok() else 1)
+        suite = ET.Element(
+            "testsuite",
+            name=f"k26ctl-smoke.{self.suite}",
+            tests=str(len(self.results) + 1),
+            failures=str(failures),
+            errors="0",
+            time=f"{self.wall_seconds:.3f}",
+        )
+        props = ET.SubElement(suite, "properties")
+        for key, value in (
+            ("base_url", self.base_url),
+            ("model", self.model),
+            ("concurrency", self.concurrency),
+        ):
+            ET.SubElement(props, "property", name=key, value=str(value))
+        for r in self.results:
+            case = ET.SubElement(
+                suite, "testcase", classname=f"smoke.{r.prompt_id}", name=r.name, time=f"{r.elapsed:.3f}"
+            )
+            if not r.passed:
+                message = r.error or "; ".join(f.reason() for f in r.failures)
+                failure = ET.SubElement(case, "failure", message=message[:500], type=r.verdict)
+                failure.text = r.text[:2000]
+            out = ET.SubElement(case, "system-out")
+            out.text = (
+                f"tokens={r.completion_tokens} tok/s={r.tokens_per_s or 0:.1f} accept_len={r.accept_length}\n"
+                + r.text[:2000]
+            )
+        case = ET.SubElement(suite, "testcase", classname="smoke.suite", name="suite-checks", time="0")
+        if not self._suite_case_ok():
+            reasons = [f.reason() for f in self.suite_findings if f.severity == "fail"]
+            if self.baseline is not None and not self.baseline.passed:
+                b = self.baseline
+                reasons.append(f"baseline parity {b.exact_match_rate:.0%} < {b.min_exact_match:.0%}")
+            ET.SubElement(case, "failure", message="; ".join(reasons)[:500], type="suite")
+        ET.indent(suite)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+    def _suite_case_ok(self) -> bool:
+        return not any(f.severity == "fail" for f in self.suite_findings) and (
+            self.baseline is None or self.baseline.passed
+        )
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render_table(report: SmokeReport) -> Any:
+    """A Rich renderable: one row per request, then suite-wide findings."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"k26ctl smoke: {report.suite} on {report.model}", title_justify="left")
+    for column, justify in (
+        ("prompt", "left"),
+        ("verdict", "left"),
+        ("findings", "left"),
+        ("tokens", "right"),
+        ("tok/s", "right"),
+        ("accept len", "right"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    styles = {"ok": "green", "warn": "yellow", "FAIL": "bold red", "error": "bold red"}
+    for r in report.results:
+        findings = r.error or "; ".join(f.reason() for f in r.findings) or ""
+        table.add_row(
+            r.name,
+            Text(r.verdict, style=styles[r.verdict]),
+            Text(findings[:160]),
+            _fmt(r.completion_tokens, "d") if r.completion_tokens is not None else "-",
+            _fmt(r.tokens_per_s, ".1f"),
+            _fmt(r.accept_length, ".2f"),
+        )
+    lines: list[Any] = [table]
+    for f in report.suite_findings:
+        style = "bold red" if f.severity == "fail" else "yellow"
+        lines.append(Text(f"{f.severity}: {f.reason()}", style=style))
+    if report.baseline is not None:
+        b = report.baseline
+        diverged = [
+            f"{p.prompt_id}@{p.first_divergence}" if not p.missing else f"{p.prompt_id}(missing)"
+            for p in b.prompts
+            if not p.match
+        ]
+        text = f"baseline parity: {b.exact_match_rate:.0%} exact (need {b.min_exact_match:.0%})"
+        if diverged:
+            text += f"; first divergence: {', '.join(diverged)}"
+        lines.append(Text(text, style="green" if b.passed else "bold red"))
+    lines.append(Text(report.summary(), style="bold green" if report.passed else "bold red"))
+    return Group(*lines)

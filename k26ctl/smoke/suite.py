@@ -1,0 +1,151 @@
+"""Smoke suites: the prompts a server must answer sensibly, as YAML.
+
+A suite lists prompts with their kind (which sets the detector thresholds), the API to use (chat or
+the native /generate, which reports per-request accept length), token limits, temperatures,
+per-prompt `chat_template_kwargs`, and optional prompt-aware expectations, each with a severity.
+A name without a path resolves to a suite shipped in `k26ctl/smoke/suites/`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from k26ctl.errors import ConfigError
+from k26ctl.smoke.kinds import KINDS
+
+CheckType = Literal["contains", "not_contains", "regex", "answer", "json", "python", "repeats", "min_tokens"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Expectation(_Strict):
+    """One prompt-aware check. `value` is the text, pattern, answer or word; `count` the number of
+    repeats or tokens. A `warn` expectation is reported but does not fail the suite."""
+
+    type: CheckType
+    value: str | None = None
+    count: int | None = Field(default=None, ge=0)
+    severity: Literal["fail", "warn"] = "fail"
+
+    @model_validator(mode="after")
+    def _needs(self) -> Expectation:
+        if self.type in ("contains", "not_contains", "regex", "answer", "repeats") and not self.value:
+            raise ValueError(f"expectation '{self.type}' needs a value")
+        if self.type in ("repeats", "min_tokens") and self.count is None:
+            raise ValueError(f"expectation '{self.type}' needs a count")
+        return self
+
+
+class PromptSpec(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: str = "prose"
+    prompt: str | None = None
+    messages: list[dict[str, str]] | None = None
+    system: str | None = None
+    api: Literal["chat", "generate"] = "chat"
+    max_tokens: int = Field(default=200, ge=1)
+    temperatures: list[float] | None = None  # None: the suite's temperatures
+    chat_template_kwargs: dict[str, Any] | None = None
+    check_reasoning: bool = True
+    ignore: list[str] = Field(default_factory=list)  # detector names that do not apply (repeat-a-word)
+    expect: list[Expectation] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_input(self) -> PromptSpec:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError(f"prompt '{self.id}': give exactly one of 'prompt' or 'messages'")
+        if self.api == "generate" and self.prompt is None:
+            raise ValueError(f"prompt '{self.id}': api 'generate' takes a plain 'prompt' text")
+        if self.kind not in KINDS:
+            raise ValueError(f"prompt '{self.id}': unknown kind '{self.kind}' (known: {', '.join(KINDS)})")
+        return self
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        if self.messages is not None:
+            return list(self.messages)
+        messages = [{"role": "system", "content": self.system}] if self.system else []
+        return [*messages, {"role": "user", "content": self.prompt or ""}]
+
+    def prompt_text(self) -> str:
+        """The user-visible prompt, for echo detection."""
+        if self.prompt is not None:
+            return self.prompt
+        return "\n".join(m.get("content", "") for m in self.messages or [] if m.get("role") == "user")
+
+
+class Suite(_Strict):
+    name: str
+    description: str = ""
+    temperatures: list[float] = Field(default_factory=lambda: [0.0, 0.7])
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seed: int | None = None
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    determinism: bool = True  # send every temperature-0 request twice; the answers must agree
+    expectations: bool = True  # run the prompts' expect blocks (a lab suite may switch them off)
+    prompts: list[PromptSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Suite:
+        seen: set[str] = set()
+        for p in self.prompts:
+            if p.id in seen:
+                raise ValueError(f"duplicate prompt id '{p.id}'")
+            seen.add(p.id)
+        return self
+
+    def temperatures_for(self, prompt: PromptSpec) -> list[float]:
+        return list(prompt.temperatures if prompt.temperatures is not None else self.temperatures)
+
+
+def suites_dir() -> Path:
+    return Path(__file__).parent / "suites"
+
+
+def shipped_suites() -> list[str]:
+    return sorted(p.stem for p in suites_dir().glob("*.yaml"))
+
+
+def resolve_suite_path(name_or_path: str | Path) -> Path:
+    """A path is used as is; a bare name (no directory, no suffix) means a shipped suite."""
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    if len(path.parts) == 1 and not path.suffix:
+        shipped = suites_dir() / f"{path.name}.yaml"
+        if shipped.exists():
+            return shipped
+        raise ConfigError(
+            f"no shipped suite named '{path.name}'", f"shipped suites: {', '.join(shipped_suites())}"
+        )
+    raise ConfigError(
+        f"suite file not found: {path}", f"or use a shipped suite: {', '.join(shipped_suites())}"
+    )
+
+
+def parse_suite(data: Any, where: str = "suite") -> Suite:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a suite must be a mapping with 'name' and 'prompts'")
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{where}: {loc}: {err['msg']}", "see k26ctl/smoke/suites/default.yaml") from None
+
+
+def load_suite(name_or_path: str | Path | None = None) -> Suite:
+    """Load a suite file, or a shipped suite by name (default: 'default')."""
+    path = resolve_suite_path(name_or_path or "default")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}", "fix the YAML syntax") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read suite {path}: {exc}") from None
+    return parse_suite(data, str(path))
