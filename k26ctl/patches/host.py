@@ -208,7 +208,12 @@ def plan_patches(host: Host, profile: Profile, *, patches_dir: Path | None = Non
     others = [p for name, p in load_patches(patches_dir).items() if name not in profile.patches]
     if not listed and not others:
         return []
-    tree = locate_sglang(host, profile)
+    try:
+        tree = locate_sglang(host, profile)
+    except PatchError:
+        if listed:
+            raise
+        return []  # no tree found and nothing to apply: nothing can be reverted either
     actions: list[PatchAction] = []
     for patch in listed:
         state, text = _state_of(host, profile, tree, patch)

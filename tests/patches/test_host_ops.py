@@ -181,3 +181,15 @@ def test_missing_target_is_refused(tree: Path, catalog: Path, host: DirHost) -> 
     with pytest.raises(PatchError, match="does not exist"):
         apply_patches(host, _profile(tree), patches_dir=catalog)
     assert revert_patches(host, _profile(tree, ()), patches_dir=catalog) == []
+
+
+def test_plan_without_listed_patches_tolerates_a_missing_tree(
+    catalog: Path, host: DirHost, tmp_path: Path
+) -> None:
+    nowhere = Profile.model_validate(
+        {"sglang": {"python": sys.executable}, "service": {"environment": {"PYTHONPATH": str(tmp_path)}}}
+    )
+    assert plan_patches(host, nowhere, patches_dir=catalog) == []
+    listed = nowhere.model_copy(update={"patches": ["widen"]})
+    with pytest.raises(PatchError, match="cannot find the sglang package"):
+        plan_patches(host, listed, patches_dir=catalog)
