@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from k26ctl.errors import PatchError, PermissionDeniedError
+from k26ctl.errors import PatchError
 from k26ctl.patches.engine import State, apply_text, evaluate, revert_text, unified_diff
 from k26ctl.patches.model import Patch, load_patches, select_patches
 from k26ctl.profile import Profile
@@ -115,12 +115,16 @@ def _sudo(profile: Profile) -> bool:
     return profile.host.sudo is not False
 
 
-def _run_python(host: Host, profile: Profile, args: Sequence[str], stdin: bytes | None = None) -> Any:
+def _run_python(
+    host: Host, profile: Profile, args: Sequence[str], stdin: bytes | None = None, sudo: bool = False
+) -> Any:
+    """The profile's Python with the unit's environment (so PYTHONPATH finds the same tree)."""
     return host.run(
         [profile.sglang.python, *args],
         env=dict(profile.service.environment) or None,
         stdin=stdin,
         timeout=profile.host.command_timeout,
+        sudo=sudo,
     )
 
 
@@ -255,7 +259,7 @@ def _compile_check(host: Host, profile: Profile, path: str, data: bytes, patch: 
 
 def _byte_compile(host: Host, profile: Profile, path: str) -> str | None:
     """Refresh the file's .pyc with the service's Python; the error text when it fails."""
-    result = _run_python(host, profile, ["-m", "py_compile", path])
+    result = _run_python(host, profile, ["-m", "py_compile", path], sudo=_sudo(profile))  # writes __pycache__
     if result.ok:
         return None
     return (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
@@ -270,13 +274,7 @@ def _write(host: Host, profile: Profile, path: str, data: bytes, expected_before
             f"patch {patch.name}: {path} changed on {host.name} while it was being patched",
             "nothing was written; run the command again",
         )
-    try:
-        host.write_file_atomic(path, data, sudo=sudo, backup=False)
-    except PermissionError as exc:
-        raise PermissionDeniedError(
-            f"cannot write {path} on {host.name}: {exc}",
-            "the SGLang tree needs root: leave host.sudo unset or true, or make the tree writable",
-        ) from None
+    host.write_file_atomic(path, data, sudo=sudo, backup=False)
     after = host.sha256(path, sudo=sudo)
     if after != _sha(data):
         raise PatchError(
