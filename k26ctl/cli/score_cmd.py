@@ -1,9 +1,49 @@
-"""Placeholder: its command is not built yet."""
+"""`k26ctl score FILE`: run the degenerate-output detectors over saved outputs (JSON Lines)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import typer
+
+from k26ctl.cli.common import json_option
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command("score")
+    def score(
+        file: str = typer.Argument(
+            ...,
+            metavar="FILE",
+            help="JSON Lines with 'text' (and optional 'prompt', 'kind'); '-' reads stdin.",
+        ),
+        as_json: bool = json_option(),
+    ) -> None:
+        """Score saved model outputs offline; exit 1 if any is degenerate."""
+        from k26ctl.errors import ConfigError
+        from k26ctl.smoke.offline import score_lines
+
+        if file == "-":
+            scored = score_lines(sys.stdin, "<stdin>")
+        else:
+            try:
+                text = Path(file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot read {file}: {exc.strerror or exc}", "give a JSON Lines file or '-'"
+                ) from None
+            scored = score_lines(text.splitlines(), file)
+        if as_json:
+            import json
+
+            for item in scored:
+                sys.stdout.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+        else:
+            for item in scored:
+                verdict = "DEGENERATE" if item.verdict.degenerate else "ok"
+                reasons = "; ".join(item.verdict.reasons)
+                print(f"{item.line}\t{verdict}\t{item.verdict.kind}\t{reasons}")
+            bad = sum(item.verdict.degenerate for item in scored)
+            print(f"{bad} of {len(scored)} degenerate", file=sys.stderr)
+        raise typer.Exit(1 if any(item.verdict.degenerate for item in scored) else 0)

@@ -1,9 +1,148 @@
-"""Placeholder: its command is not built yet."""
+"""`k26ctl smoke`: prove a running server answers sensibly (exit 0 pass, 1 a check failed, 69 unreachable)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from k26ctl.cli.common import json_option, set_option
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command("smoke")
+    def smoke(
+        profile: str | None = typer.Argument(None, metavar="[PROFILE]", help="Profile naming the server."),
+        overrides: list[str] = set_option(),
+        url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+        model: str | None = typer.Option(None, "--model", help="Model name (default: from /v1/models)."),
+        suite: str | None = typer.Option(
+            None, "--suite", help="Suite file, or a shipped suite name (default, lab). Default: profile's."
+        ),
+        as_json: bool = json_option(),
+        junit: Path | None = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML."),
+        concurrency: int | None = typer.Option(
+            None, "--concurrency", min=1, help="Requests in flight (>= 2)."
+        ),
+        baseline: Path | None = typer.Option(
+            None, "--baseline", metavar="FILE", help="Compare greedy outputs."
+        ),
+        record_baseline: Path | None = typer.Option(
+            None, "--record-baseline", metavar="FILE", help="Store greedy outputs and the server identity."
+        ),
+        min_exact_match: float = typer.Option(
+            1.0, "--min-exact-match", min=0.0, max=1.0, help="Baseline pass rule (1.0 all; 0.66 lenient)."
+        ),
+        min_accept_length: float | None = typer.Option(
+            None,
+            "--min-accept-length",
+            help="Accept-length floor (default: profile smoke.min_accept_length).",
+        ),
+        timeout: float | None = typer.Option(None, "--timeout", help="Seconds per request (default 120)."),
+        api_key_env: str | None = typer.Option(
+            None, "--api-key-env", metavar="VAR", help="Environment variable holding the API key."
+        ),
+        no_expect: bool = typer.Option(False, "--no-expect", help="Skip the prompts' expect checks."),
+    ) -> None:
+        """Run the coherence suite against a live SGLang server."""
+        from k26ctl.errors import UsageError
+
+        if (profile is None) == (url is None):
+            raise UsageError(
+                "give either a PROFILE or --url URL", "e.g. k26ctl smoke ddtree-b7, or --url http://..."
+            )
+        if url is not None and overrides:
+            raise UsageError("--set applies to a profile, not to --url")
+        report = _run(
+            profile,
+            overrides,
+            url,
+            model,
+            suite,
+            concurrency,
+            baseline,
+            record_baseline,
+            min_exact_match,
+            min_accept_length,
+            timeout,
+            api_key_env,
+            no_expect,
+            quiet=as_json,
+        )
+        _present(report, as_json, junit)
+        raise typer.Exit(0 if report.passed else 1)
+
+
+def _run(
+    profile_ref: str | None,
+    overrides: list[str],
+    url: str | None,
+    model: str | None,
+    suite_ref: str | None,
+    concurrency: int | None,
+    baseline: Path | None,
+    record_baseline: Path | None,
+    min_exact_match: float,
+    min_accept_length: float | None,
+    timeout: float | None,
+    api_key_env: str | None,
+    no_expect: bool,
+    quiet: bool,
+) -> Any:
+    from k26ctl.cli.common import stderr_console
+    from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
+    from k26ctl.smoke.target import api_key_from_env, options_from_profile, profile_target
+
+    console = stderr_console()
+
+    def progress(result: Any) -> None:
+        if not quiet:
+            console.print(f"  {result.name}: {result.verdict}", highlight=False)
+
+    settings: dict[str, Any] = {
+        "concurrency": concurrency,
+        "baseline": baseline,
+        "record_baseline": record_baseline,
+        "min_exact_match": min_exact_match,
+        "min_accept_length": min_accept_length,
+        "timeout": timeout,
+        "expectations": False if no_expect else None,
+        "on_result": progress,
+    }
+    if url is not None:
+        options = SmokeOptions()
+        for key, value in settings.items():
+            if value is not None:
+                setattr(options, key, value)
+        suite = load_suite(suite_ref or "default")
+        target = SmokeTarget(url, model, api_key_from_env(api_key_env))
+        if not quiet:
+            console.print(f"smoke: suite {suite.name} against {url}")
+        return run_smoke(target, suite, options=options)
+
+    from k26ctl.profile import load_profile
+
+    loaded = load_profile(profile_ref or "", overrides)
+    profile = loaded.profile
+    options = options_from_profile(profile, **settings)
+    suite = load_suite(suite_ref or profile.smoke.suite or "default")
+    with profile_target(profile, model=model, api_key_env=api_key_env) as target:
+        if not quiet:
+            console.print(f"smoke: suite {suite.name} against {profile.name} ({target.base_url})")
+        return run_smoke(target, suite, options=options)
+
+
+def _present(report: Any, as_json: bool, junit: Path | None) -> None:
+    from k26ctl.cli.common import print_json, stderr_console, stdout_console
+    from k26ctl.smoke.report import render_table
+
+    if junit is not None:
+        junit.write_text(report.to_junit(), encoding="utf-8")
+    if as_json:
+        print_json(report.to_json())
+        stderr_console().print(report.summary(), highlight=False)
+        return
+    stdout_console().print(render_table(report))
+    sys.stdout.flush()

@@ -76,11 +76,10 @@ def run_check(check: Expectation, text: str, completion_tokens: int | None = Non
         found = len(re.findall(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE))
         if found != check.count:
             return _finding(check, f"expected {value!r} exactly {check.count} times, found {found}")
-    elif check.type == "min_tokens" and completion_tokens is not None and check.count is not None:
-        if completion_tokens < check.count:
-            return _finding(
-                check, f"only {completion_tokens} tokens generated, expected at least {check.count}"
-            )
+    elif check.type == "min_tokens":
+        produced, wanted = completion_tokens, check.count or 0
+        if produced is not None and produced < wanted:
+            return _finding(check, f"only {produced} tokens generated, expected at least {wanted}")
     return None
 
 

@@ -1,0 +1,62 @@
+"""Where a profile's server answers: an SSH port forward to the host's SGLang port.
+
+SGLang usually listens on the host's loopback or on 0.0.0.0 behind a firewall, so k26ctl reaches it
+through the same SSH connection it deploys with (`Host.forward`), never by opening a port.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from k26ctl.errors import ConfigError
+from k26ctl.smoke.runner import SmokeOptions, SmokeTarget
+
+if TYPE_CHECKING:
+    from k26ctl.profile import Profile
+
+_ANY_ADDRESS = ("", "0.0.0.0", "::", "[::]")
+
+
+def api_key_from_env(variable: str | None) -> str | None:
+    """The API key named by `sglang.api_key_env` / `--api-key-env`; a named but unset variable is an error."""
+    if not variable:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        raise ConfigError(
+            f"the API key variable {variable} is not set", f"export {variable}=... or drop --api-key-env"
+        )
+    return value
+
+
+def options_from_profile(profile: Profile, **overrides: object) -> SmokeOptions:
+    """SmokeOptions from the profile's `smoke:` section; explicit overrides (not None) win."""
+    options = SmokeOptions(
+        concurrency=profile.smoke.concurrency,
+        min_accept_length=profile.smoke.min_accept_length,
+        timeout=profile.smoke.timeout,
+    )
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(options, key, value)
+    return options
+
+
+@contextmanager
+def profile_target(
+    profile: Profile, *, model: str | None = None, api_key_env: str | None = None
+) -> Iterator[SmokeTarget]:
+    """Connect to the profile's host and forward a local port to its SGLang server."""
+    from k26ctl.remote import connect
+
+    api_key = api_key_from_env(api_key_env or profile.sglang.api_key_env)
+    remote_addr = "127.0.0.1" if profile.sglang.host in _ANY_ADDRESS else profile.sglang.host
+    host = connect(profile)
+    try:
+        with host.forward(remote_addr, profile.sglang.port) as (local_addr, local_port):
+            yield SmokeTarget(f"http://{local_addr}:{local_port}", model, api_key)
+    finally:
+        host.close()
