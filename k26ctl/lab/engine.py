@@ -1,0 +1,313 @@
+"""The lab's model runner and speculative workers (plain decode, DFlash chain, DDTree tree).
+
+One `Engine` owns the model, the KV pools, the target model runner (whose TritonAttnBackend comes
+from the lab tree) and, for speculative algorithms, the drafter and a draft model runner. `step()`
+advances every running request by one forward pass: a batched decode, or one batched target verify
+whose custom mask, qo_indptr and mask_indptr are read exactly as SGLang's Triton kernel reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from k26ctl.lab import ddtree
+from k26ctl.lab.drafter import NGramDrafter
+from k26ctl.lab.kv_pool import ReqToTokenPool, TokenToKVPool
+from k26ctl.lab.model import TinyDecoder
+from k26ctl.lab.tokenizer import ByteTokenizer
+from k26ctl.lab.tree_loader import LabTree
+
+
+@dataclass
+class SpecSettings:
+    algorithm: str = "NONE"  # NONE | DFLASH | DDTREE
+    block_size: int = 8  # DFlash block size = the backend's speculative_num_draft_tokens
+    budget: int | None = None  # DDTree tree budget B (verify width B + 1)
+    max_topk: int = ddtree.DEFAULT_MAX_TOPK
+
+    @property
+    def verify_width(self) -> int:
+        if self.algorithm == "DDTREE":
+            assert self.budget is not None
+            return self.budget + 1
+        return self.block_size
+
+
+@dataclass
+class Req:
+    rid: str
+    input_ids: list[int]
+    max_new_tokens: int
+    stop_token_ids: set[int] = field(default_factory=set)
+    output_ids: list[int] = field(default_factory=list)
+    pool_index: int = -1
+    cached_len: int = 0  # tokens whose KV is in the pool; the last output token is not among them
+    verify_ct: int = 0
+    finished_reason: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_reason is not None
+
+    def all_ids(self) -> list[int]:
+        return self.input_ids + self.output_ids
+
+
+class LabModelRunner:
+    """What the attention backend reads from SGLang's ModelRunner."""
+
+    def __init__(self, engine: Engine, server_args: Any, is_draft_worker: bool, backend_cls: type) -> None:
+        self.server_args = server_args
+        self.is_draft_worker = is_draft_worker
+        self.model_config = engine.model.config
+        self.device = "cpu"
+        self.req_to_token_pool = engine.req_to_token_pool
+        self.token_to_kv_pool = engine.token_to_kv_pool
+        self.attn_backend = backend_cls(self)
+
+
+def make_server_args(spec: SpecSettings, **extra: Any) -> SimpleNamespace:
+    """The subset of SGLang's ServerArgs the lab tree reads."""
+    speculative = spec.algorithm != "NONE"
+    values = {
+        "speculative_algorithm": spec.algorithm if speculative else None,
+        "speculative_num_draft_tokens": spec.block_size if speculative else None,
+        "speculative_dflash_block_size": spec.block_size if speculative else None,
+        "speculative_ddtree_budget": spec.budget,
+        "speculative_num_steps": 1 if speculative else None,
+        "speculative_eagle_topk": 1 if speculative else None,
+        "attention_backend": "triton",
+        "page_size": 1,
+    }
+    values.update(extra)
+    return SimpleNamespace(**values)
+
+
+@dataclass
+class StepStats:
+    mode: str  # "decode" | "verify"
+    batch_size: int
+    new_tokens: int
+
+
+class Engine:
+    def __init__(
+        self,
+        model: TinyDecoder,
+        tree: LabTree,
+        spec: SpecSettings,
+        drafter: NGramDrafter | None = None,
+        server_args: Any = None,
+        max_running_requests: int = 16,
+        context_length: int = 2048,
+        kv_tokens: int = 32768,
+    ) -> None:
+        if spec.algorithm not in ("NONE", "DFLASH", "DDTREE"):
+            raise ValueError(f"unsupported speculative algorithm {spec.algorithm!r}")
+        if spec.algorithm != "NONE" and drafter is None:
+            raise ValueError(f"{spec.algorithm} needs a drafter")
+        self.model = model
+        self.tree = tree
+        self.spec = spec
+        self.drafter = drafter
+        self.tokenizer = ByteTokenizer()
+        self.context_length = context_length
+        cfg = model.config
+        self.req_to_token_pool = ReqToTokenPool(max_running_requests, context_length + spec.verify_width + 8)
+        self.token_to_kv_pool = TokenToKVPool(
+            kv_tokens, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim
+        )
+        self.server_args = server_args if server_args is not None else make_server_args(spec)
+        backend_cls = tree.backend.TritonAttnBackend
+        self.target_runner = LabModelRunner(self, self.server_args, False, backend_cls)
+        self.draft_runner = (
+            LabModelRunner(self, self.server_args, True, backend_cls) if spec.algorithm != "NONE" else None
+        )
+        fbi = tree.forward_batch_info
+        self._ForwardBatch = fbi.ForwardBatch
+        self._ForwardMode = fbi.ForwardMode
+        self._SpecVerifyInfo = fbi.SpecVerifyInfo
+
+    # ---- sizes ------------------------------------------------------------------------------------
+
+    @property
+    def target_backend_width(self) -> int | None:
+        return self.target_runner.attn_backend.num_draft_tokens
+
+    @property
+    def draft_backend_width(self) -> int | None:
+        return self.draft_runner.attn_backend.num_draft_tokens if self.draft_runner else None
+
+    def can_admit(self, req: Req) -> bool:
+        need = len(req.input_ids) + req.max_new_tokens + self.spec.verify_width
+        return self.req_to_token_pool.available() > 0 and self.token_to_kv_pool.available() >= need
+
+    # ---- request lifecycle ------------------------------------------------------------------------
+
+    def _finish_if_done(self, req: Req) -> None:
+        if req.finished:
+            return
+        for i, tok in enumerate(req.output_ids):
+            if tok in req.stop_token_ids:
+                del req.output_ids[i + 1 :]
+                req.finished_reason = {"type": "stop", "matched": tok}
+                return
+        if len(req.output_ids) >= req.max_new_tokens:
+            del req.output_ids[req.max_new_tokens :]
+            req.finished_reason = {"type": "length", "length": req.max_new_tokens}
+        elif len(req.all_ids()) + self.spec.verify_width >= self.context_length:
+            req.finished_reason = {"type": "length", "length": len(req.output_ids)}
+
+    def release(self, req: Req) -> None:
+        if req.pool_index >= 0:
+            locs = self.req_to_token_pool.req_to_token[req.pool_index, : req.cached_len].clone()
+            self.token_to_kv_pool.free(locs)
+            self.req_to_token_pool.free(req.pool_index)
+            req.pool_index = -1
+
+    def flush_cache(self) -> None:
+        """Nothing is shared between requests (no radix cache); kept for the /flush_cache endpoint."""
+
+    # ---- forward passes ---------------------------------------------------------------------------
+
+    def prefill(self, reqs: list[Req]) -> StepStats:
+        """One batched extend over the prompts; each request gets its first output token."""
+        locs_per_req = []
+        for req in reqs:
+            index = self.req_to_token_pool.alloc()
+            locs = self.token_to_kv_pool.alloc(len(req.input_ids))
+            if index is None or locs is None:
+                raise RuntimeError("KV pool exhausted at prefill")
+            req.pool_index = index
+            self.req_to_token_pool.req_to_token[index, : len(req.input_ids)] = locs
+            locs_per_req.append(locs)
+        lens = torch.tensor([len(r.input_ids) for r in reqs], dtype=torch.int64)
+        batch = self._ForwardBatch(
+            forward_mode=self._ForwardMode.EXTEND,
+            batch_size=len(reqs),
+            input_ids=torch.tensor([t for r in reqs for t in r.input_ids], dtype=torch.int64),
+            positions=torch.cat([torch.arange(n) for n in lens.tolist()]),
+            req_pool_indices=torch.tensor([r.pool_index for r in reqs], dtype=torch.int64),
+            seq_lens=lens,
+            out_cache_loc=torch.cat(locs_per_req),
+            extend_prefix_lens=torch.zeros(len(reqs), dtype=torch.int64),
+            extend_seq_lens=lens,
+        )
+        logits = self.model.forward_batch(batch, self.target_runner.attn_backend)
+        last_rows = torch.cumsum(lens, 0) - 1
+        next_ids = logits[last_rows].argmax(dim=-1).tolist()
+        for req, tok in zip(reqs, next_ids, strict=True):
+            req.cached_len = len(req.input_ids)
+            req.output_ids.append(int(tok))
+            self._finish_if_done(req)
+        return StepStats("prefill", len(reqs), len(reqs))
+
+    def step(self, reqs: list[Req]) -> StepStats:
+        if self.spec.algorithm == "NONE":
+            return self.decode(reqs)
+        return self.verify(reqs)
+
+    def decode(self, reqs: list[Req]) -> StepStats:
+        locs = self.token_to_kv_pool.alloc(len(reqs))
+        if locs is None:
+            raise RuntimeError("KV pool exhausted at decode")
+        for req, loc in zip(reqs, locs.tolist(), strict=True):
+            self.req_to_token_pool.req_to_token[req.pool_index, req.cached_len] = loc
+        batch = self._ForwardBatch(
+            forward_mode=self._ForwardMode.DECODE,
+            batch_size=len(reqs),
+            input_ids=torch.tensor([r.output_ids[-1] for r in reqs], dtype=torch.int64),
+            positions=torch.tensor([r.cached_len for r in reqs], dtype=torch.int64),
+            req_pool_indices=torch.tensor([r.pool_index for r in reqs], dtype=torch.int64),
+            seq_lens=torch.tensor([r.cached_len + 1 for r in reqs], dtype=torch.int64),
+            out_cache_loc=locs,
+        )
+        logits = self.model.forward_batch(batch, self.target_runner.attn_backend)
+        for req, tok in zip(reqs, logits.argmax(dim=-1).tolist(), strict=True):
+            req.cached_len += 1
+            req.output_ids.append(int(tok))
+            self._finish_if_done(req)
+        return StepStats("decode", len(reqs), len(reqs))
+
+    def draft_tree(self, req: Req) -> ddtree.DraftTree:
+        assert self.drafter is not None
+        depth_limit = self.spec.block_size - 1
+        log_q = self.drafter.draft(req.all_ids(), depth_limit)
+        if self.spec.algorithm == "DFLASH":
+            return ddtree.build_tree(log_q, depth_limit, 1)
+        assert self.spec.budget is not None
+        return ddtree.build_tree(log_q, self.spec.budget, self.spec.max_topk)
+
+    def verify(self, reqs: list[Req]) -> StepStats:
+        width = self.spec.verify_width
+        trees = [self.draft_tree(req) for req in reqs]
+        locs = self.token_to_kv_pool.alloc(width * len(reqs))
+        if locs is None:
+            raise RuntimeError("KV pool exhausted at verify")
+        ids: list[int] = []
+        positions: list[int] = []
+        masks = []
+        for req, tree in zip(reqs, trees, strict=True):
+            tokens, depths = ddtree.verify_rows(tree, req.output_ids[-1], width)
+            ids.extend(tokens)
+            positions.extend(req.cached_len + d for d in depths)
+            masks.append(ddtree.flat_custom_mask(ddtree.ancestors_mask(tree, width), req.cached_len))
+        batch = self._ForwardBatch(
+            forward_mode=self._ForwardMode.TARGET_VERIFY,
+            batch_size=len(reqs),
+            input_ids=torch.tensor(ids, dtype=torch.int64),
+            positions=torch.tensor(positions, dtype=torch.int64),
+            req_pool_indices=torch.tensor([r.pool_index for r in reqs], dtype=torch.int64),
+            seq_lens=torch.tensor([r.cached_len for r in reqs], dtype=torch.int64),
+            out_cache_loc=locs,
+            spec_info=self._SpecVerifyInfo(custom_mask=torch.cat(masks), draft_token_num=width),
+        )
+        logits = self.model.forward_batch(batch, self.target_runner.attn_backend)
+        choices = logits.argmax(dim=-1).view(len(reqs), width).tolist()
+        new_tokens = 0
+        for r, (req, tree) in enumerate(zip(reqs, trees, strict=True)):
+            accepted, bonus = ddtree.accept_walk(tree, choices[r])
+            req_locs = locs[r * width : (r + 1) * width]
+            keep_rows = [0, *accepted]
+            kept = req_locs[keep_rows]
+            dropped = torch.ones(width, dtype=torch.bool)
+            dropped[keep_rows] = False
+            self.token_to_kv_pool.free(req_locs[dropped])
+            self.req_to_token_pool.req_to_token[
+                req.pool_index, req.cached_len : req.cached_len + len(kept)
+            ] = kept
+            req.cached_len += len(kept)
+            committed = [tree.tokens[row - 1] for row in accepted] + [bonus]
+            req.output_ids.extend(committed)
+            req.verify_ct += 1
+            new_tokens += len(committed)
+            self._finish_if_done(req)
+        return StepStats("verify", len(reqs), new_tokens)
+
+    # ---- convenience for tests and benchmarks -----------------------------------------------------
+
+    def generate(
+        self, prompts: list[list[int]], max_new_tokens: int, stop_token_ids: set[int] | None = None
+    ) -> list[Req]:
+        """Run `prompts` to completion as one batch (greedy)."""
+        reqs = [
+            Req(
+                rid=str(i),
+                input_ids=list(p),
+                max_new_tokens=max_new_tokens,
+                stop_token_ids=set(stop_token_ids or ()),
+            )
+            for i, p in enumerate(prompts)
+        ]
+        self.prefill(reqs)
+        running = [r for r in reqs if not r.finished]
+        while running:
+            self.step(running)
+            running = [r for r in running if not r.finished]
+        for req in reqs:
+            self.release(req)
+        return reqs

@@ -1,0 +1,1 @@
+"""Runtime of the lab tree."""

@@ -1,0 +1,1 @@
+"""Attention backends of the lab tree."""

@@ -1,0 +1,1 @@
+"""Forward-batch description shared by the model runner and the attention backend."""
