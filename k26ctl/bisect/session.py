@@ -46,6 +46,7 @@ class SessionSpec:
     candidates: list[Any] = field(default_factory=list)
     good_profile: str | None = None  # set mode
     bad_profile: str | None = None
+    changes: list[dict[str, Any]] = field(default_factory=list)  # set mode: the differing keys
     sets: list[str] = field(default_factory=list)  # --set overrides applied to every profile
     run: str | None = None  # --run CMD (instead of smoke)
     deploy: bool = True
@@ -146,6 +147,10 @@ class Session:
     def create(self, spec: SessionSpec) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.log_path.unlink(missing_ok=True)
+        _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json(), "outcome": None})
+
+    def create_keep_log(self, spec: SessionSpec) -> None:
+        """Rewrite the spec (e.g. with what was live captured late) without touching the records."""
         _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json(), "outcome": None})
 
     def remove(self) -> None:

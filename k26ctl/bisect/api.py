@@ -1,0 +1,288 @@
+"""The operations behind `k26ctl bisect-config`: start, resume, replay, log, reset.
+
+Each returns a result object; the CLI only parses options and presents results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from k26ctl.bisect.candidates import build_candidates
+from k26ctl.bisect.ddmin import SetSearch
+from k26ctl.bisect.engine import Reporter, SearchResult, Strategy, run_search
+from k26ctl.bisect.logfile import parse_log, render_log
+from k26ctl.bisect.numeric import NumericSearch, max_probes
+from k26ctl.bisect.plan import Change
+from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec
+from k26ctl.bisect.setdiff import differing_keys, with_assignment
+from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner, HostDeployer
+from k26ctl.errors import ConfigError, K26Error, UsageError
+from k26ctl.profile import LoadedProfile, load_profile
+
+Confirm = Callable[[str], bool]
+
+
+@dataclass
+class SearchOptions:
+    run: str | None = None
+    deploy: bool = True
+    tries: int = 1
+    verify_ends: bool = True
+    load_failure_is_bad: bool = False
+    refine: bool = True
+
+
+@dataclass
+class Context:
+    """How this invocation talks to the operator."""
+
+    session: str = DEFAULT_SESSION
+    yes: bool = False
+    confirm: Confirm | None = None  # None: no terminal to ask on
+    reporter: Reporter | None = None
+    note: Callable[[str], None] = field(default=lambda message: None)
+    on_deploy_event: Callable[[Any], None] | None = None
+    state_directory: Path | None = None
+
+
+def _abs(path: str) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+def numeric_spec(
+    profile: str,
+    param: str,
+    good: str | None,
+    bad: str | None,
+    values: str | None,
+    sets: Sequence[str],
+    options: SearchOptions,
+) -> SessionSpec:
+    return SessionSpec(
+        mode="numeric",
+        profile=_abs(profile) if Path(profile).exists() else profile,
+        param=param,
+        candidates=build_candidates(good, bad, values),
+        sets=list(sets),
+        **_option_fields(options),
+    )
+
+
+def set_spec(good_profile: str, bad_profile: str, sets: Sequence[str], options: SearchOptions) -> SessionSpec:
+    good = load_profile(good_profile, sets)
+    bad = load_profile(bad_profile, sets)
+    changes = differing_keys(good.profile, bad.profile)
+    if not changes:
+        raise ConfigError(
+            f"{good_profile} and {bad_profile} do not differ (after --set)", "give two different profiles"
+        )
+    return SessionSpec(
+        mode="set",
+        good_profile=_abs(good_profile) if Path(good_profile).exists() else good_profile,
+        bad_profile=_abs(bad_profile) if Path(bad_profile).exists() else bad_profile,
+        changes=[c.to_json() for c in changes],
+        sets=list(sets),
+        **_option_fields(options),
+    )
+
+
+def _option_fields(options: SearchOptions) -> dict[str, Any]:
+    if options.tries < 1:
+        raise UsageError(f"--tries {options.tries}: must be at least 1")
+    if not options.deploy and not options.run:
+        raise UsageError("--no-deploy needs --run CMD", "without a deploy only the command can judge a value")
+    return {
+        "run": options.run,
+        "deploy": options.deploy,
+        "tries": options.tries,
+        "verify_ends": options.verify_ends,
+        "load_failure_is_bad": options.load_failure_is_bad,
+        "refine": options.refine,
+    }
+
+
+@dataclass
+class Prepared:
+    base: LoadedProfile
+    strategy: Strategy
+    description: str
+
+
+def prepare(spec: SessionSpec) -> Prepared:
+    """Load the profiles and build the strategy; every candidate end is validated locally first."""
+    if spec.mode == "numeric":
+        assert spec.profile is not None and spec.param is not None
+        base = load_profile(spec.profile, spec.sets)
+        search = NumericSearch(spec.param, spec.candidates, verify_ends=spec.verify_ends)
+        listed = spec.candidates if len(spec.candidates) <= 64 else [spec.candidates[0], spec.candidates[-1]]
+        for value in listed:
+            checked = with_assignment(base, {spec.param: value})
+            if spec.deploy:
+                _validate(checked)
+        bound = max_probes(len(spec.candidates), verify_ends=spec.verify_ends)
+        description = (
+            f"{spec.param}: {len(spec.candidates)} candidates from {spec.candidates[0]!r} (good) to "
+            f"{spec.candidates[-1]!r} (bad); at most {bound} deploys without skips (a sweep takes "
+            f"{len(spec.candidates)})"
+        )
+        return Prepared(base, search, description)
+    assert spec.good_profile is not None
+    base = load_profile(spec.good_profile, spec.sets)
+    changes = [Change(c["key"], c["good"], c["bad"]) for c in spec.changes]
+    for subset in ({}, {c.key: c.bad for c in changes}):
+        checked = with_assignment(base, subset)
+        if spec.deploy:
+            _validate(checked)
+    keys = ", ".join(c.key for c in changes)
+    description = f"{len(changes)} changed keys between the good and the bad profile: {keys}"
+    return Prepared(base, SetSearch(changes, verify_ends=spec.verify_ends, refine=spec.refine), description)
+
+
+def _validate(loaded: LoadedProfile) -> None:
+    from k26ctl.validate import ensure_valid
+
+    ensure_valid(loaded.profile)
+
+
+def _runner(spec: SessionSpec, prepared: Prepared, ctx: Context) -> DeployingStepRunner:
+    judge = CommandJudge(spec.run, session=ctx.session, cwd=spec.cwd) if spec.run else None
+    deployer = (
+        HostDeployer(smoke_in_deploy=judge is None, on_event=ctx.on_deploy_event) if spec.deploy else None
+    )
+    return DeployingStepRunner(
+        base=prepared.base,
+        deployer=deployer,
+        judge=judge,
+        tries=spec.tries,
+        load_failure_is_bad=spec.load_failure_is_bad,
+        note=ctx.note,
+    )
+
+
+def _confirm(ctx: Context, question: str) -> None:
+    if ctx.yes:
+        return
+    if ctx.confirm is None:
+        raise UsageError(
+            "a search restarts the service once per step and there is no terminal to confirm it: "
+            "nothing was changed",
+            "pass --yes (or set K26CTL_YES=1)",
+        )
+    if not ctx.confirm(question):
+        raise K26Error("bisect-config cancelled: nothing was changed")
+
+
+def _session(ctx: Context) -> Session:
+    return Session(ctx.session, ctx.state_directory)
+
+
+def _refuse_existing(session: Session) -> None:
+    if session.exists():
+        raise UsageError(
+            f"bisect session {session.name!r} already exists ({session.spec_path})",
+            "continue it with --resume, end it with 'k26ctl bisect-config reset' (restores the deployment), "
+            "or pick another --session NAME",
+        )
+
+
+def start(spec: SessionSpec, ctx: Context) -> SearchResult:
+    session = _session(ctx)
+    _refuse_existing(session)
+    prepared = prepare(spec)
+    ctx.note(prepared.description)
+    _confirm(ctx, f"Search {prepared.description}, restarting the service on its host for each step?")
+    with session.locked():
+        _refuse_existing(session)
+        if spec.deploy:
+            from k26ctl.bisect.restore import capture_live
+
+            spec.original = capture_live(prepared.base)
+        session.create(spec)
+        return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
+
+
+def resume(ctx: Context) -> SearchResult:
+    session = _session(ctx)
+    spec = session.spec()
+    prepared = prepare(spec)
+    if session.outcome() is None:
+        _confirm(ctx, f"Resume the search of {prepared.description}?")
+    with session.locked():
+        return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
+
+
+def replay(path: Path, ctx: Context) -> SearchResult:
+    """Start a session from a log's verdicts (no deploy for them), then finish the search if needed."""
+    parsed = parse_log(path)
+    session = _session(ctx)
+    _refuse_existing(session)
+    spec = parsed.spec
+    prepared = prepare(spec)
+    with session.locked():
+        _refuse_existing(session)
+        spec.original = None
+        session.create(spec)
+        for step in parsed.steps:
+            session.record_finish(step)
+        plan_done = _finished_without_steps(session, prepared)
+        if not plan_done:
+            _confirm(ctx, f"The log does not finish the search of {prepared.description}: deploy the rest?")
+            if spec.deploy:
+                from k26ctl.bisect.restore import capture_live
+
+                spec.original = capture_live(prepared.base)
+                session.create_keep_log(spec)
+        return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
+
+
+def _finished_without_steps(session: Session, prepared: Prepared) -> bool:
+    from k26ctl.bisect.plan import Probe, assignment_id
+
+    verdicts = {assignment_id(s.assignment): s.verdict for s in session.finished_steps()}
+    plan = prepared.strategy.plan(lambda a: verdicts.get(assignment_id(a)))
+    return not isinstance(plan, Probe)
+
+
+def log_text(ctx: Context) -> str:
+    session = _session(ctx)
+    return render_log(session.name, session.spec(), session.finished_steps(), session.outcome())
+
+
+@dataclass
+class ResetResult:
+    session: str
+    restored: bool
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "restored": self.restored, "message": self.message}
+
+
+def reset(ctx: Context, *, restore: bool = True) -> ResetResult:
+    """Put back the deployment that was live before the search, then forget the session."""
+    session = _session(ctx)
+    spec = session.spec()
+    with session.locked():
+        message = "session removed; the host was left as it is"
+        restored = False
+        if restore and spec.deploy and spec.original is not None:
+            from k26ctl.bisect.restore import restore_live
+
+            profile = spec.profile if spec.mode == "numeric" else spec.good_profile
+            assert profile is not None
+            base = load_profile(profile, spec.sets)
+            _confirm(ctx, "Restore the unit and patches that were live before the search, and restart?")
+            result = restore_live(base, spec.original, on_event=ctx.on_deploy_event)
+            if not result.ready:
+                raise K26Error(
+                    f"reset: {result.message}; the session is kept",
+                    "check the service (k26ctl status PROFILE), then run reset again",
+                )
+            restored, message = True, f"restored the deployment from before the search: {result.message}"
+        elif restore and spec.deploy:
+            message = "nothing was captured before the search (a replayed log): the host was left as it is"
+        session.remove()
+    return ResetResult(session.name, restored, message)
