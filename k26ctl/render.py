@@ -515,3 +515,27 @@ def render_env_file(spec: LaunchSpec, *, redact: bool = False) -> str:
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
         lines.append(f'{name}="{escaped}"')
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def rendered_document(profile: Profile, fmt: str) -> str:
+    """The text `k26ctl render --format FMT` prints, always with literal secrets redacted."""
+    import json
+    import shlex
+
+    spec = render_launch(profile)
+    if fmt == "argv":
+        return shlex.join(spec.redacted_argv()) + "\n"
+    if fmt == "env":
+        return render_env_file(spec, redact=True)
+    unit = render_unit(profile, redact=True)
+    if fmt == "unit":
+        return unit
+    document = {
+        "unit_name": unit_name(profile),
+        "unit_path": unit_path(profile),
+        "argv": spec.redacted_argv(),
+        "env": spec.redacted_env(),
+        "env_refs": {str(i): name for i, name in spec.env_refs.items()},
+        "unit": unit,
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

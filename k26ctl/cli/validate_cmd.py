@@ -1,9 +1,76 @@
-"""Placeholder: its command is not built yet."""
+"""`k26ctl validate PROFILE`: everything checkable before touching the host (and, with --remote, on it)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+
+from k26ctl.cli.common import json_option, print_json, set_option
+
+
+def validate(
+    profile: str = typer.Argument(..., metavar="PROFILE", help="Profile file or shipped profile name."),
+    overrides: list[str] = set_option(),
+    json_out: bool = json_option(),
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
+    remote: bool = typer.Option(
+        False, "--remote", help="Also run the host's own SGLang parser and systemd-analyze on the host."
+    ),
+) -> None:
+    """Validate a profile: SGLang flags, DFlash/DDTree rules, known bugs, the rendered unit.
+
+    Exit 0 when there is no error, 78 otherwise.
+    """
+    from k26ctl.errors import ConfigError, ExitCode
+    from k26ctl.profile import load_profile
+    from k26ctl.validate import Finding, ValidationReport, merge_findings, remote_findings, validate_profile
+
+    try:
+        loaded = load_profile(profile, overrides)
+    except ConfigError as exc:
+        if not json_out:
+            raise
+        report = ValidationReport(False, [Finding("error", "profile/invalid", exc.message, exc.hint or "")])
+        print_json(report.to_json())
+        raise typer.Exit(exc.exit_code) from None
+    report = validate_profile(loaded.profile, strict=strict)
+    if remote and report.valid:
+        import importlib
+
+        host = importlib.import_module("k26ctl.remote").connect(loaded.profile)
+        with host:
+            report = merge_findings(report, remote_findings(host, loaded.profile), strict=strict)
+    elif remote:
+        report = merge_findings(
+            report,
+            [Finding("info", "remote/skipped", "host checks skipped: fix the local errors first", "")],
+            strict=strict,
+        )
+    if json_out:
+        print_json(report.to_json())
+    else:
+        _print_report(report, str(loaded.path))
+    raise typer.Exit(ExitCode.OK if report.valid else ExitCode.CONFIG)
+
+
+def _print_report(report: Any, where: str) -> None:
+    from k26ctl.cli.common import use_color
+
+    colors = {"error": "31", "warning": "33", "info": "36"}
+    color = use_color()
+    for f in report.findings:
+        level = f"{f.level:<7}"
+        if color:
+            level = f"\x1b[{colors[f.level]}m{level}\x1b[0m"
+        typer.echo(f"{level} {f.code}: {f.message}")
+        if f.hint:
+            typer.echo(f"        hint: {f.hint}")
+    errors = len(report.errors)
+    warnings = len(report.warnings)
+    verdict = "valid" if report.valid else "invalid"
+    typer.echo(f"{where}: {verdict} ({errors} error(s), {warnings} warning(s))")
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    app.command("validate")(validate)
