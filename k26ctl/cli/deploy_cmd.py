@@ -1,9 +1,82 @@
-"""Placeholder: its command is not built yet."""
+"""`k26ctl deploy PROFILE`: plan, apply, restart on change, wait for readiness, smoke, record.
+
+Confirmation: with --yes (or K26CTL_YES=1) changes are applied without asking. Otherwise k26ctl asks
+on the terminal; with no terminal (CI, cron, a pipe) it never prompts: a deploy that would change the
+host stops before changing anything, exit 2, and says to pass --yes (like terraform apply without
+-auto-approve). --check and deploys with nothing to change never need confirmation.
+"""
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import typer
+
+from k26ctl.cli.common import json_option, set_option, yes_option
+
+
+def interactive() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command("deploy")
+    def deploy_command(
+        profile: str = typer.Argument(..., help="Profile file (or shipped profile name)."),
+        overrides: list[str] = set_option(),
+        check: bool = typer.Option(
+            False, "--check", help="Only say what would change: exit 0 nothing to do, 3 changes pending."
+        ),
+        diff: bool = typer.Option(False, "--diff", help="Show unified diffs of the unit and the patches."),
+        force: bool = typer.Option(False, "--force", help="Restart even when nothing changed."),
+        smoke: bool | None = typer.Option(
+            None,
+            "--smoke/--no-smoke",
+            help="Run the smoke suite after the deploy (default: when speculative settings changed).",
+        ),
+        rollback_on_failure: bool = typer.Option(
+            False,
+            "--rollback-on-failure",
+            help="Restore the previous unit and patches when the deploy fails.",
+        ),
+        as_json: bool = json_option(),
+        yes: bool = yes_option(),
+        accept_new_host_key: bool = typer.Option(
+            False, "--accept-new-host-key", help="Trust and record an unknown host key (never a changed one)."
+        ),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the server's journal lines."),
+    ) -> None:
+        """Deploy PROFILE to its host and prove the model came up and speaks sense."""
+        from k26ctl.cli.common import print_json
+        from k26ctl.deploy import DeployOptions, deploy
+        from k26ctl.deploy.present import confirm_on_terminal, make_presenter, result_text
+        from k26ctl.profile import load_profile
+
+        loaded = load_profile(profile, overrides)
+        presenter = make_presenter(rich=_rich(), verbose=verbose)
+        opts = DeployOptions(
+            check=check,
+            diff=diff,
+            force=force,
+            smoke=smoke,
+            rollback_on_failure=rollback_on_failure,
+            yes=yes,
+            confirm=confirm_on_terminal if (not yes and interactive()) else None,
+            accept_new_host_key=accept_new_host_key,
+        )
+        try:
+            result = deploy(loaded, opts, on_event=presenter)
+        finally:
+            presenter.close()
+        if as_json:
+            print_json(result.to_json())
+        else:
+            print(result_text(result, show_diff=diff), flush=True)
+        raise typer.Exit(result.exit_code)
+
+
+def _rich() -> Any:
+    from k26ctl.cli.common import use_color
+
+    return sys.stderr.isatty() and use_color()

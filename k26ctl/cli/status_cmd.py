@@ -1,9 +1,108 @@
-"""Placeholder: its command is not built yet."""
+"""`k26ctl status`, `k26ctl logs` and `k26ctl rollback`: the service as it runs on the host."""
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import typer
+
+from k26ctl.cli.common import json_option, set_option, yes_option
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing to register yet."""
+    @app.command("status")
+    def status_command(
+        profile: str = typer.Argument(..., help="Profile file (or shipped profile name)."),
+        overrides: list[str] = set_option(),
+        as_json: bool = json_option(),
+        history: int = typer.Option(5, "--history", help="How many history records to show."),
+        accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
+    ) -> None:
+        """Service state, whether the unit matches PROFILE, readiness, patches and recent deploys."""
+        from k26ctl.cli.common import print_json
+        from k26ctl.deploy.status import host_status
+        from k26ctl.profile import load_profile
+
+        report = host_status(
+            load_profile(profile, overrides), accept_new_host_key=accept_new_host_key, history=history
+        )
+        if as_json:
+            print_json(report.to_json())
+        else:
+            print(report.text())
+
+    @app.command("logs")
+    def logs_command(
+        profile: str = typer.Argument(..., help="Profile file (or shipped profile name)."),
+        overrides: list[str] = set_option(),
+        lines: int = typer.Option(50, "--lines", "-n", help="How many recent lines."),
+        follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines (Ctrl-C stops)."),
+        as_json: bool = typer.Option(False, "--json", help="One JSON object per line (JSON Lines)."),
+        accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
+    ) -> None:
+        """The service's journal on the host."""
+        import json
+
+        from k26ctl.deploy.status import show_logs
+        from k26ctl.profile import load_profile
+
+        def emit(entry: Any) -> None:
+            if as_json:
+                doc = {
+                    "cursor": entry.cursor,
+                    "timestamp_us": entry.timestamp_us,
+                    "priority": entry.priority,
+                    "pid": entry.pid,
+                    "message": entry.message,
+                }
+                sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            else:
+                sys.stdout.write(entry.format() + "\n")
+            sys.stdout.flush()
+
+        try:
+            show_logs(
+                load_profile(profile, overrides),
+                emit,
+                lines=lines,
+                follow=follow,
+                accept_new_host_key=accept_new_host_key,
+            )
+        except KeyboardInterrupt:
+            raise typer.Exit(0) from None
+
+    @app.command("rollback")
+    def rollback_command(
+        profile: str = typer.Argument(..., help="Profile file (or shipped profile name) naming the host."),
+        overrides: list[str] = set_option(),
+        as_json: bool = json_option(),
+        yes: bool = yes_option(),
+        accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the server's journal lines."),
+    ) -> None:
+        """Restore the unit and patch set that were in place before the last change, restart, wait.
+
+        Without a terminal, --yes (or K26CTL_YES=1) is required."""
+        from k26ctl.cli.common import print_json
+        from k26ctl.cli.deploy_cmd import _rich, interactive
+        from k26ctl.deploy import DeployOptions, rollback
+        from k26ctl.deploy.present import confirm_on_terminal, make_presenter, result_text
+        from k26ctl.profile import load_profile
+
+        loaded = load_profile(profile, overrides)
+        presenter = make_presenter(rich=_rich(), verbose=verbose)
+        opts = DeployOptions(
+            yes=yes,
+            confirm=confirm_on_terminal if (not yes and interactive()) else None,
+            accept_new_host_key=accept_new_host_key,
+        )
+        try:
+            result = rollback(loaded, opts, on_event=presenter)
+        finally:
+            presenter.close()
+        if as_json:
+            print_json(result.to_json())
+        else:
+            print(result_text(result), flush=True)
+        raise typer.Exit(result.exit_code)

@@ -206,9 +206,11 @@ class ReadinessMachine:
 
     def next_wakeup(self, now: float) -> float:
         """The latest time the caller may sleep until before something must be checked."""
-        times = [self._next_probe, self.start + self.timeout]
+        times = [self.start + self.timeout]
         if self._fatal_deadline is not None:
-            times.append(self._fatal_deadline)
+            times.append(self._fatal_deadline)  # no probing while a fatal line's traceback arrives
+        else:
+            times.append(self._next_probe)
         return max(now, min(times))
 
     @property

@@ -9,22 +9,11 @@ from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 
 
-def _load_suite(profile: Profile) -> Any:
-    if not profile.smoke.suite:
-        return None
-    from k26ctl import smoke
-
-    loader = getattr(smoke, "load_suite", None)
-    if loader is None:
-        from k26ctl.smoke.suite import load_suite as loader
-    return loader(profile.smoke.suite)
-
-
 def run_smoke_on_host(host: Host, profile: Profile) -> Any:
     """The SmokeReport of the profile's suite (default suite when none is named)."""
-    from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
+    from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
 
-    suite = _load_suite(profile)
+    suite = load_suite(profile.smoke.suite) if profile.smoke.suite else None
     options = SmokeOptions(
         concurrency=profile.smoke.concurrency,
         min_accept_length=profile.smoke.min_accept_length,

@@ -1,0 +1,152 @@
+"""`status` and `logs`: what runs on the host now, whether it matches the profile, and its journal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from k26ctl.deploy.facts import SHOW_PROPS, read_unit
+from k26ctl.deploy.history import DeployRecord, read_history
+from k26ctl.deploy.plan import sha256_text
+from k26ctl.deploy.readiness import ProbeResult, UnitState
+from k26ctl.errors import K26Error
+from k26ctl.profile import LoadedProfile
+
+
+@dataclass
+class StatusReport:
+    profile: str
+    host: str
+    unit: str
+    unit_path: str
+    props: dict[str, str]
+    unit_sha: str | None
+    profile_unit_sha: str
+    patches: list[Any]  # k26ctl.patches.host.PatchState
+    probe: ProbeResult | None
+    history: list[DeployRecord] = field(default_factory=list)
+    patch_error: str | None = None
+
+    @property
+    def unit_state(self) -> UnitState:
+        return UnitState.from_show(self.props)
+
+    @property
+    def unit_matches_profile(self) -> bool:
+        return self.unit_sha == self.profile_unit_sha
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "host": self.host,
+            "unit": self.unit,
+            "unit_path": self.unit_path,
+            "service": self.props,
+            "unit_sha": self.unit_sha,
+            "profile_unit_sha": self.profile_unit_sha,
+            "unit_matches_profile": self.unit_matches_profile,
+            "ready": self.probe.ok if self.probe else None,
+            "probe": self.probe.detail if self.probe else None,
+            "patches": [p.to_json() for p in self.patches],
+            "patch_error": self.patch_error,
+            "history": [r.to_json() for r in self.history],
+        }
+
+    def text(self) -> str:
+        st = self.unit_state
+        lines = [
+            f"{self.unit} on {self.host}: {st.active_state}/{st.sub_state}, pid {st.main_pid}, "
+            f"restarts {st.n_restarts}",
+            f"unit {self.unit_path}: "
+            + (
+                "missing"
+                if self.unit_sha is None
+                else ("matches the profile" if self.unit_matches_profile else "differs from the profile")
+            )
+            + (" (daemon-reload pending)" if self.props.get("NeedDaemonReload") == "yes" else ""),
+            "ready: "
+            + ("yes" if self.probe and self.probe.ok else f"no ({self.probe.detail if self.probe else '-'})"),
+        ]
+        if self.patch_error:
+            lines.append(f"patches: unknown ({self.patch_error})")
+        for patch in self.patches:
+            lines.append(f"patch {patch.name}: {patch.state}")
+        if self.history:
+            lines.append("history (newest last):")
+            for r in self.history:
+                load = f" load {r.load_seconds:.1f}s" if r.load_seconds else ""
+                sha = (r.unit_sha or "-")[:12]
+                lines.append(
+                    f"  {r.time} {r.kind:<8} {r.profile or '-':<28} {r.verdict:<10} unit {sha}"
+                    f"{' restarted' if r.restarted else ''}{load} by {r.operator}"
+                )
+        return "\n".join(lines)
+
+
+def host_status(
+    loaded: LoadedProfile, *, accept_new_host_key: bool = False, history: int = 5
+) -> StatusReport:
+    from k26ctl.health import check_ready_once
+    from k26ctl.patches.host import patch_status
+    from k26ctl.patches.model import load_patches
+    from k26ctl.remote import connect
+    from k26ctl.remote.systemd import Systemd
+    from k26ctl.render import render_unit, unit_name, unit_path
+
+    profile = loaded.profile
+    unit, path = unit_name(profile), unit_path(profile)
+    with connect(profile, accept_new_host_key=accept_new_host_key) as host:
+        systemd = Systemd(host, unit)
+        props = systemd.show(*SHOW_PROPS)
+        text = read_unit(host, path)
+        patches: list[Any] = []
+        patch_error = None
+        try:
+            patches = patch_status(host, profile, sorted(set(load_patches()) | set(profile.patches)))
+        except K26Error as exc:
+            patch_error = exc.message
+        probe = None
+        if UnitState.from_show(props).running:
+            try:
+                probe = check_ready_once(host, profile)
+            except K26Error as exc:
+                probe = ProbeResult(False, exc.message)
+        return StatusReport(
+            profile=profile.name or "",
+            host=host.name,
+            unit=unit,
+            unit_path=path,
+            props=props,
+            unit_sha=sha256_text(text) if text is not None else None,
+            profile_unit_sha=sha256_text(render_unit(profile)),
+            patches=patches,
+            probe=probe,
+            history=read_history(host, profile.service.name)[-history:] if history else [],
+            patch_error=patch_error,
+        )
+
+
+def show_logs(
+    loaded: LoadedProfile,
+    on_line: Callable[[Any], None],
+    *,
+    lines: int = 50,
+    follow: bool = False,
+    accept_new_host_key: bool = False,
+) -> None:
+    """The unit's last `lines` journal entries, then (with follow) new ones until interrupted."""
+    from k26ctl.remote import connect
+    from k26ctl.remote.systemd import Systemd
+    from k26ctl.render import unit_name
+
+    profile = loaded.profile
+    with connect(profile, accept_new_host_key=accept_new_host_key) as host:
+        systemd = Systemd(host, unit_name(profile))
+        entries = systemd.journal(lines=lines)
+        for entry in entries:
+            on_line(entry)
+        if follow:
+            cursor = entries[-1].cursor if entries else systemd.cursor_now()
+            for entry in systemd.follow(cursor=cursor):
+                on_line(entry)
