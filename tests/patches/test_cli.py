@@ -1,0 +1,90 @@
+"""`k26ctl patch ...` end to end through the CLI entry, on this machine as a `local` host."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from patch_support import PATCH, TARGET
+
+from k26ctl.resources import project_root
+
+LAB_TREE = project_root() / "k26ctl" / "lab" / "sglang_tree" / "sglang"
+
+
+def k26(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "k26ctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_list_shows_the_shipped_set() -> None:
+    plain = k26("patch", "list")
+    assert plain.returncode == 0 and PATCH in plain.stdout and TARGET in plain.stdout
+    listed = json.loads(k26("patch", "list", "--json").stdout)
+    assert [p["name"] for p in listed] == [PATCH]
+    assert listed[0]["versions"] == ["0.5.14", "0.5.15", "0.5.16"] and listed[0]["not_needed"]
+
+
+def test_check_needs_exactly_one_source(tmp_path: Path) -> None:
+    both = k26("patch", "check", "--sglang-version", "0.5.15", "--source", str(tmp_path))
+    assert both.returncode == 2 and "exactly one" in both.stderr
+    nothing = k26("patch", "check", "--source", str(tmp_path))
+    assert nothing.returncode == 78 and "no sglang package" in nothing.stderr
+
+
+@pytest.mark.skipif(
+    not (LAB_TREE / TARGET).is_file() or not (project_root() / "k26ctl" / "remote" / "local.py").is_file(),
+    reason="needs the lab tree and the local host of this checkout",
+)
+def test_status_apply_revert_against_a_local_profile(tmp_path: Path) -> None:
+    root = tmp_path / "tree" / "sglang"
+    shutil.copytree(LAB_TREE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    original = (root / TARGET).read_bytes()
+    profile = tmp_path / "local.yaml"
+    profile.write_text(
+        yaml.safe_dump(
+            {
+                "name": "patch-cli",
+                "host": {"address": "local"},
+                "sglang": {"python": sys.executable},
+                "service": {"environment": {"PYTHONPATH": str(root.parent)}},
+                "patches": [PATCH],
+            }
+        )
+    )
+    status = k26("patch", "status", str(profile), "--json")
+    assert status.returncode == 0, status.stderr
+    [state] = json.loads(status.stdout)
+    assert state["state"] == "pending" and state["target"] == str(root / TARGET)
+
+    applied = k26("patch", "apply", str(profile), "--json")
+    assert applied.returncode == 0, applied.stderr
+    [result] = json.loads(applied.stdout)
+    assert result["changed"] and result["backup_path"]
+    again = k26("patch", "apply", str(profile))
+    assert again.returncode == 0 and f"{PATCH}: ok - already applied" in again.stdout
+
+    reverted = k26("patch", "revert", str(profile), "--name", PATCH)
+    assert reverted.returncode == 0 and f"{PATCH}: changed" in reverted.stdout
+    assert (root / TARGET).read_bytes() == original
+
+    unknown = k26("patch", "status", str(profile), "--name", "triton-ddtree-verify-widht")
+    assert unknown.returncode == 78 and "did you mean 'triton-ddtree-verify-width'" in unknown.stderr
+
+    (root / TARGET).write_text(
+        original.decode().replace("speculative_num_draft_tokens\n", "speculative_num_draft_tokens or 8\n", 1)
+    )
+    refused = k26("patch", "status", str(profile))
+    assert refused.returncode == 1 and "refused" in refused.stdout
+    blocked = k26("patch", "apply", str(profile))
+    assert blocked.returncode == 1 and "not found" in blocked.stderr and "hint:" in blocked.stderr
