@@ -1,0 +1,27 @@
+"""`k26ctl lab demo`: registered on the `lab` command group by k26ctl/cli/lab_cmd.py."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+
+def register_demo(lab_app: typer.Typer) -> None:
+    @lab_app.command("demo")
+    def demo_command(
+        name: str = typer.Option("k26lab", "--name", help="Lab host name."),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each deploy's steps."),
+    ) -> None:
+        """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
+        (smoke passes), print what happened. The host stays up."""
+        from k26ctl.deploy.demo import DEFAULT_STEPS, DemoContext, run_demo, summary_lines
+        from k26ctl.deploy.present import PlainPresenter
+
+        presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
+        ctx = DemoContext(lab=name, on_event=presenter, say=lambda text: print(text, flush=True))
+        steps = list(DEFAULT_STEPS)
+        outcomes = run_demo(ctx, steps)
+        for line in summary_lines(outcomes, name):
+            print(line)
+        raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)

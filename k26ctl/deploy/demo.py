@@ -1,0 +1,139 @@
+"""`k26ctl lab demo`: the whole story on the lab host in one command.
+
+1. bring the lab host up; 2. deploy the unpatched DDTree budget 16 lab profile: the server loads and
+/health answers 200, but smoke flags the output (expected failure); 3. deploy the patched profile:
+k26ctl patches the host's SGLang tree, restarts, and smoke passes. The host is left up.
+
+Steps are a list of `DemoStep`s so more can be appended (a bisect of the budget, for instance).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
+
+
+@dataclass
+class DemoContext:
+    lab: str  # lab host name
+    on_event: EventCallback | None = None
+    say: Callable[[str], None] = print
+    host_state: Any = None  # k26ctl.lab.host.LabHostState once up
+
+
+@dataclass
+class DemoOutcome:
+    name: str
+    expected: str
+    got: str
+    as_expected: bool
+    seconds: float
+    result: DeployResult | None = None
+    detail: list[str] = field(default_factory=list)
+
+
+DemoStep = Callable[[DemoContext], DemoOutcome]
+
+
+def lab_profile_path(name: str) -> Path:
+    from k26ctl.resources import profiles_dir
+
+    return profiles_dir() / "lab" / f"{name}.yaml"
+
+
+def _deploy(ctx: DemoContext, profile: str) -> DeployResult:
+    from k26ctl.deploy.pipeline import deploy
+    from k26ctl.profile import load_profile
+
+    loaded = load_profile(lab_profile_path(profile), [f"host.lab={ctx.lab}"])
+    return deploy(loaded, DeployOptions(yes=True, smoke=True), on_event=ctx.on_event)
+
+
+def _findings(result: DeployResult) -> list[str]:
+    report = result.smoke
+    if report is None:
+        return [result.message] if result.message else []
+    lines = []
+    for request in report.failed_results[:4]:
+        text = (request.text or "").replace("\n", " ")
+        lines.append(f"{request.name}: {'; '.join(f.reason() for f in request.failures)} -> {text[:60]!r}")
+    return lines
+
+
+def step_lab_up(ctx: DemoContext) -> DemoOutcome:
+    from k26ctl.lab.host import lab_up
+
+    started = time.monotonic()
+    ctx.say(f"== bringing lab host {ctx.lab} up")
+    state = lab_up(ctx.lab)
+    ctx.host_state = state
+    took = time.monotonic() - started
+    return DemoOutcome("lab host up", "up", f"up at {state.address}", True, took)
+
+
+def step_unpatched(ctx: DemoContext) -> DemoOutcome:
+    ctx.say(
+        "== deploying ddtree-b16 (DDTree budget 16, unpatched): the verify step checks 17 tokens while the "
+        "Triton backend sizes its mask from the block size (8), so output should degenerate"
+    )
+    result = _deploy(ctx, "ddtree-b16")
+    degenerate = result.failure == "smoke" and result.exit_code == 1
+    got = (
+        "smoke flagged degenerate output"
+        if degenerate
+        else f"{result.verdict} ({result.message or 'no finding'})"
+    )
+    return DemoOutcome(
+        "unpatched budget 16",
+        "smoke fails (degenerate output), /health still 200",
+        got,
+        degenerate,
+        result.wall_seconds,
+        result,
+        _findings(result),
+    )
+
+
+def step_patched(ctx: DemoContext) -> DemoOutcome:
+    ctx.say(
+        "== deploying ddtree-b16-patched: k26ctl applies triton-ddtree-verify-width to the host's tree "
+        "(target backend sized budget+1), restarts, smoke should pass"
+    )
+    result = _deploy(ctx, "ddtree-b16-patched")
+    ok = result.exit_code == 0 and result.smoke_passed is True
+    got = "smoke passed" if ok else f"{result.verdict} ({result.message})"
+    summary = [result.smoke.summary()] if result.smoke is not None else []
+    return DemoOutcome("patched budget 16", "smoke passes", got, ok, result.wall_seconds, result, summary)
+
+
+DEFAULT_STEPS: list[DemoStep] = [step_lab_up, step_unpatched, step_patched]
+
+
+def run_demo(ctx: DemoContext, steps: list[DemoStep] | None = None) -> list[DemoOutcome]:
+    outcomes = []
+    for step in steps if steps is not None else DEFAULT_STEPS:
+        outcome = step(ctx)
+        outcomes.append(outcome)
+        mark = "as expected" if outcome.as_expected else "NOT AS EXPECTED"
+        ctx.say(f"   {outcome.name}: {outcome.got} [{mark}] ({outcome.seconds:.1f} s)")
+        for line in outcome.detail:
+            ctx.say(f"     {line}")
+    return outcomes
+
+
+def summary_lines(outcomes: list[DemoOutcome], lab: str) -> list[str]:
+    lines = ["== what happened"]
+    for o in outcomes:
+        lines.append(
+            f"  {'ok ' if o.as_expected else 'BAD'} {o.name:<22} expected: {o.expected:<50} got: {o.got}"
+        )
+    lines.append(
+        f"the lab host {lab} is still up: try `k26ctl status profiles/lab/ddtree-b16-patched.yaml "
+        f"--set host.lab={lab}`; `k26ctl lab host down --name {lab}` removes it"
+    )
+    return lines
