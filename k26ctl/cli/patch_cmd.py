@@ -80,7 +80,8 @@ def status_cmd(
         if not states:
             typer.echo("the profile lists no patches (use --name)")
         for s in states:
-            typer.echo(f"{s.name}: {s.state} - {s.message}\n  {s.target}")
+            version = f" (SGLang {s.sglang_version})" if s.sglang_version else ""
+            typer.echo(f"{s.name}: {s.state} - {s.message}\n  {s.target}{version}")
     if any(s.state == "refused" for s in states):
         raise typer.Exit(1)
 

@@ -65,6 +65,7 @@ class PatchState:
     message: str
     target: str
     sha256: str | None = None
+    sglang_version: str | None = None  # from the host's package metadata, when it has any
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,10 +184,10 @@ def _state_of(host: Host, profile: Profile, tree: SGLangTree, patch: Patch) -> t
     try:
         data, text = _read_text(host, profile, path, patch)
     except PatchError as exc:
-        return PatchState(patch.name, State.REFUSED.value, exc.message, path), None
+        return PatchState(patch.name, State.REFUSED.value, exc.message, path, None, tree.version), None
     evaluation = evaluate(patch, text)
     message = evaluation.message + (_version_note(tree, patch) if evaluation.state is State.REFUSED else "")
-    return PatchState(patch.name, evaluation.state.value, message, path, _sha(data)), text
+    return PatchState(patch.name, evaluation.state.value, message, path, _sha(data), tree.version), text
 
 
 def _profile_patches(profile: Profile, names: Iterable[str] | None, directory: Path | None) -> list[Patch]:
