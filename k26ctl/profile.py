@@ -12,6 +12,8 @@ import difflib
 import enum
 import hashlib
 import json
+import typing
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -36,8 +38,10 @@ class SpecAlgorithm(str, enum.Enum):
 
 
 def _reject_control_chars(value: str, where: str = "value") -> str:
+    # Cc covers C0, DEL and the C1 range (U+0085 is a line break to some parsers); Zl/Zp are the
+    # Unicode line and paragraph separators; Cs are lone surrogates, which cannot be written as UTF-8.
     for ch in value:
-        if ch in "\n\r" or (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F or ch == "\t":
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs"):
             raise ValueError(f"{where} contains a newline or control character ({ch!r})")
     return value
 
@@ -99,6 +103,7 @@ class ServiceConfig(_Model):
     syslog_identifier: str | None = None
     hardening: bool = True
     wanted_by: str = "multi-user.target"
+    after: list[str] = Field(default_factory=list)  # extra units to start after, e.g. nvidia-persistenced
 
 
 class DDTreeConfig(_Model):
@@ -136,6 +141,9 @@ class SGLangConfig(_Model):
     page_size: int | None = Field(default=None, ge=1)
     disable_overlap_schedule: bool = False
     cuda_graph: Literal["enabled", "disabled"] = "enabled"
+    cuda_graph_max_bs: int | None = Field(default=None, ge=1)  # rendered as --cuda-graph-max-bs-decode
+    chunked_prefill_size: int | None = None  # -1 turns chunked prefill off
+    kv_cache_dtype: str | None = None
     enable_metrics: bool = True
     decode_log_interval: int | None = Field(default=None, ge=1)
     watchdog_timeout: int | None = Field(default=None, ge=1)
@@ -204,8 +212,12 @@ class LoadedProfile(BaseModel):
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return match[0] if match else None
+    choices = list(choices)
+    match = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if match:
+        return match[0]
+    prefixed = [c for c in choices if c.startswith(word)]
+    return prefixed[0] if len(prefixed) == 1 else None
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -317,6 +329,8 @@ def _field_wants_text(model: type[BaseModel], path: list[str]) -> bool:
     field = current.model_fields.get(path[-1])
     if field is None:
         return False
+    if typing.get_origin(field.annotation) is Literal:
+        return all(isinstance(arg, str) for arg in typing.get_args(field.annotation))
     return field.annotation in (str, str | None)
 
 
