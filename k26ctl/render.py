@@ -30,6 +30,7 @@ _SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Words made only of these characters need no quoting in ExecStart= (none is special to systemd).
 _PLAIN_WORD = re.compile(r"^[A-Za-z0-9_./:,+=@-]+$")
+_UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+$")
 _USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\$?$|^[0-9]+$")
 
 # Algorithms whose block size SGLang takes from --speculative-dflash-block-size.
@@ -379,9 +380,13 @@ def render_launch(profile: Profile) -> LaunchSpec:
     opt("--max-running-requests", sg.max_running_requests)
     opt("--page-size", sg.page_size)
     switch("--disable-overlap-schedule", sg.disable_overlap_schedule)
+    opt("--chunked-prefill-size", sg.chunked_prefill_size)
+    opt("--kv-cache-dtype", sg.kv_cache_dtype)
     if sg.cuda_graph == "disabled":
         opt("--cuda-graph-backend-decode", "disabled")
         opt("--cuda-graph-backend-prefill", "disabled")
+    else:
+        opt("--cuda-graph-max-bs-decode", sg.cuda_graph_max_bs)
     switch("--enable-metrics", sg.enable_metrics)
     opt("--decode-log-interval", sg.decode_log_interval)
     opt("--watchdog-timeout", sg.watchdog_timeout)
@@ -454,7 +459,13 @@ def _unit_context(profile: Profile, spec: LaunchSpec, redact: bool) -> dict[str,
     for value, where in ((svc.user, "service.user"), (svc.group, "service.group")):
         if value is not None and not _USER_NAME.match(value):
             raise ConfigError(f"{where}: {value!r} is not a valid user or group name")
+    for unit in svc.after:
+        if not _UNIT_NAME.match(unit):
+            raise ConfigError(
+                f"service.after: {unit!r} is not a unit name", "for example nvidia-persistenced.service"
+            )
     return {
+        "after": " ".join(escape_specifiers(u) for u in svc.after),
         "description": escape_specifiers(_check_free_text(svc.description, "service.description")),
         "start_limit_burst": svc.start_limit_burst,
         "start_limit_interval_sec": svc.start_limit_interval_sec,
