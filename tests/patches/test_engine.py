@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from k26ctl.errors import ConfigError, PatchError
 from k26ctl.patches import State, apply_text, evaluate, load_patches, revert_text, select_patches
-from k26ctl.patches.model import load_patch_file, parse_patch
+from k26ctl.patches.model import Patch, load_patch_file, parse_patch
 
 SOURCE = """class Backend:
     def __init__(self, runner):
@@ -26,12 +26,12 @@ SOURCE = """class Backend:
 """
 
 
-def make(**edit: object) -> object:
+def make(**edit: object) -> Patch:
     data = {"name": "t", "summary": "s", "target": "a/b.py", "edits": [edit]}
     return parse_patch(data)
 
 
-def insert_after(anchor: str, lines: str, count: int = 1) -> object:
+def insert_after(anchor: str, lines: str, count: int = 1) -> Patch:
     return make(anchor=anchor, insert_after=lines, count=count)
 
 
