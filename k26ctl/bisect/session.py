@@ -185,7 +185,20 @@ class Session:
 
     # ---- records ----------------------------------------------------------------------------------
 
+    def _drop_torn_tail(self) -> None:
+        """Cut a last line left half-written by a killed process, so new records start on a fresh line."""
+        try:
+            with open(self.log_path, "rb+") as handle:
+                data = handle.read()
+                if data and not data.endswith(b"\n"):
+                    handle.truncate(data.rfind(b"\n") + 1)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        except FileNotFoundError:
+            pass
+
     def _append(self, record: dict[str, Any]) -> None:
+        self._drop_torn_tail()
         line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
         with open(self.log_path, "a", encoding="utf-8") as handle:
             handle.write(line)
