@@ -86,6 +86,15 @@ def status_cmd(
         raise typer.Exit(1)
 
 
+def _holder() -> str:
+    """Who holds the host lock while patching (the same form deploy uses)."""
+    import getpass
+    import os
+    import socket
+
+    return os.environ.get("K26CTL_OPERATOR") or f"{getpass.getuser()}@{socket.gethostname()}"
+
+
 def _print_results(results: list[Any], json_out: bool) -> None:
     if json_out:
         print_json([r.to_json() for r in results])
@@ -107,7 +116,7 @@ def apply_cmd(
     from k26ctl.patches import apply_patches
 
     host, prof = _host_and_profile(profile, overrides)
-    with host:
+    with host, host.lock(prof.service.name, holder=_holder()):  # never alongside a deploy
         results = apply_patches(host, prof, _names(name))
     _print_results(results, json_out)
 
@@ -123,7 +132,7 @@ def revert_cmd(
     from k26ctl.patches import revert_patches
 
     host, prof = _host_and_profile(profile, overrides)
-    with host:
+    with host, host.lock(prof.service.name, holder=_holder()):  # never alongside a deploy
         results = revert_patches(host, prof, _names(name))
     _print_results(results, json_out)
 

@@ -88,3 +88,30 @@ def test_status_apply_revert_against_a_local_profile(tmp_path: Path) -> None:
     assert refused.returncode == 1 and "refused" in refused.stdout
     blocked = k26("patch", "apply", str(profile))
     assert blocked.returncode == 1 and "not found" in blocked.stderr and "hint:" in blocked.stderr
+
+
+@pytest.mark.skipif(
+    not (project_root() / "k26ctl" / "remote" / "local.py").is_file(),
+    reason="needs the local host of this checkout",
+)
+def test_apply_is_refused_while_a_deploy_holds_the_host_lock(tmp_path: Path) -> None:
+    from k26ctl.remote.local import LocalHost
+
+    root = tmp_path / "tree" / "sglang"
+    (root / "srt" / "layers" / "attention").mkdir(parents=True)
+    (root / TARGET).write_text("x = 1\n")
+    profile = tmp_path / "local.yaml"
+    profile.write_text(
+        yaml.safe_dump(
+            {
+                "host": {"address": "local"},
+                "service": {"name": "k26patchlocktest"},
+                "sglang": {"python": sys.executable, "package_root": str(root)},
+                "patches": [PATCH],
+            }
+        )
+    )
+    with LocalHost().lock("k26patchlocktest", holder="someone-deploying"):
+        held = k26("patch", "apply", str(profile))
+    assert held.returncode == 1 and "someone-deploying" in held.stderr
+    assert (root / TARGET).read_text() == "x = 1\n"
