@@ -26,7 +26,7 @@ from k26ctl.bisect.engine import StepOutcome
 from k26ctl.bisect.plan import Probe
 from k26ctl.bisect.setdiff import with_assignment
 from k26ctl.bisect.verdict import Verdict, combine_tries, tries_needed, verdict_from_exit_code
-from k26ctl.errors import K26Error
+from k26ctl.errors import ConfigError, K26Error
 from k26ctl.profile import LoadedProfile
 
 Note = Callable[[str], None]
@@ -40,7 +40,20 @@ class Deployed:
     restarted: bool
     detail: str
     smoke_verdict: Verdict | None = None  # the deploy's own smoke run, when it made one
+    refused: bool = False  # not deployed at all (the profile with this value is invalid)
     loaded: LoadedProfile | None = None
+
+
+def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> Deployed:
+    """Read a k26ctl.deploy DeployResult: readiness failed = not up; smoke report = its verdict."""
+    up = result.failure != "readiness"
+    smoke_verdict: Verdict | None = None
+    if result.smoke is not None:
+        smoke_verdict = Verdict.GOOD if result.smoke.passed else Verdict.BAD
+    detail = result.message or (result.smoke.summary() if result.smoke is not None else "deployed")
+    if not up and result.journal_lines:
+        detail += " | " + result.journal_lines[-1]
+    return Deployed(up, bool(result.restarted), detail, smoke_verdict, loaded=loaded)
 
 
 class Deployer(Protocol):
@@ -169,15 +182,12 @@ class HostDeployer:
         options = DeployOptions(
             yes=True, smoke=self.smoke_in_deploy, accept_new_host_key=self.accept_new_host_key
         )
-        result = deploy(loaded, options, self.on_event)
-        up = result.failure != "readiness" and result.verdict != "changes-pending"
-        smoke_verdict: Verdict | None = None
-        if result.smoke is not None:
-            smoke_verdict = Verdict.GOOD if result.smoke.passed else Verdict.BAD
-        detail = result.message or (result.smoke.summary() if result.smoke is not None else "deployed")
-        if result.journal_lines:
-            detail += " | " + result.journal_lines[-1]
-        return Deployed(up, bool(result.restarted), detail, smoke_verdict, loaded)
+        try:
+            result = deploy(loaded, options, self.on_event)
+        except ConfigError as exc:
+            # This value cannot be deployed at all (validation refused it): nothing to judge.
+            return Deployed(False, False, f"refused: {exc.one_line()}", refused=True, loaded=loaded)
+        return deployed_from_result(result, loaded)
 
     def smoke(self, loaded: LoadedProfile) -> tuple[Verdict, str]:
         """Smoke the running server again (a repeated try, or a deploy that had nothing to restart)."""
@@ -227,8 +237,10 @@ class DeployingStepRunner:
             deployed = self.deployer.deploy(loaded)
             restarted = deployed.restarted
             if not deployed.up:
-                verdict = Verdict.BAD if self.load_failure_is_bad else Verdict.SKIP
-                return StepOutcome(verdict, restarted, [verdict], f"did not come up: {deployed.detail}")
+                bad = self.load_failure_is_bad and not deployed.refused
+                verdict = Verdict.BAD if bad else Verdict.SKIP
+                why = deployed.detail if deployed.refused else f"did not come up: {deployed.detail}"
+                return StepOutcome(verdict, restarted, [verdict], why)
             if self.judge is None and deployed.smoke_verdict is not None:
                 first = (deployed.smoke_verdict, deployed.detail)
 
