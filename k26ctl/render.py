@@ -550,3 +550,14 @@ def rendered_document(profile: Profile, fmt: str) -> str:
         "unit": unit,
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def environment_from_unit(unit_text: str) -> dict[str, str]:
+    """The Environment= assignments of a unit as systemd reads them (later ones win)."""
+    env: dict[str, str] = {}
+    for section, key, value in unit_settings(unit_text):
+        if section == "Service" and key == "Environment":
+            for item in split_exec_words(resolve_specifiers(value)):
+                name, _, val = item.partition("=")
+                env[name] = val
+    return env
