@@ -109,7 +109,9 @@ def detect_char_runs(text: str, profile: KindProfile) -> list[Finding]:
             limit, what = profile.run_rule, f"{ch!r}"
         else:
             limit, what = profile.run_letter, f"{ch!r}"
-        dominant = not ch.isspace() and run.count / visible_len >= 0.4 and visible_len >= 5
+        share = run.count / visible_len
+        # a heading rule may be half of a short text; a letter or "!" run that big is the answer itself
+        dominant = not ch.isspace() and visible_len >= 5 and share >= (0.8 if ch in _RULE_CHARS else 0.4)
         if run.count >= limit or dominant:
             message = f"{run.count} x {what} in a row"
             if dominant and run.count < limit:
@@ -411,7 +413,9 @@ def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
         return []
 
     def letter_share(chars: str) -> float:
-        return sum(1 for ch in chars if ch.isalnum()) / max(len(chars), 1)
+        # modifier letters (Arabic tatweel, spacing marks) stretch text; they carry no content
+        wordy = sum(1 for ch in chars if ch.isalnum() and unicodedata.category(ch) != "Lm")
+        return wordy / max(len(chars), 1)
 
     whole = letter_share(visible)
     if whole < 0.3:

@@ -27,6 +27,7 @@ class KindProfile:
     tail_loop_copies: float = 3.0
     loop_share: float = 0.3  # a loop making up this share of a short text is degenerate too
     tail_repeat_count: int = 2  # the text's last words already appeared this many times before
+    # (lists repeat their item template endlessly, so the list kind switches this check off)
     ngram_coverage: float = 0.5  # share of the tail window made of character n-grams seen before
     tail_compression: float = 3.2
     check_gibberish: bool = True
@@ -45,7 +46,7 @@ _STRUCTURED = KindProfile(
     tail_loop_redundant=40.0,
     tail_loop_copies=5.0,
     loop_share=0.6,
-    tail_repeat_count=5,
+    tail_repeat_count=1_000_000,
     ngram_coverage=0.85,
     tail_compression=5.5,
     check_gibberish=False,
@@ -55,10 +56,25 @@ _STRUCTURED = KindProfile(
 PROFILES: dict[str, KindProfile] = {
     "prose": _PROSE,
     "short": replace(_PROSE, name="short"),
-    "reasoning": replace(_PROSE, name="reasoning", loop_redundant=60.0, ngram_coverage=0.6),
-    "poem": replace(_PROSE, name="poem", loop_redundant=80.0, ngram_coverage=0.65, tail_compression=3.8),
+    "reasoning": replace(
+        _PROSE, name="reasoning", loop_redundant=60.0, ngram_coverage=0.6, tail_repeat_count=3
+    ),
+    "poem": replace(
+        _PROSE,
+        name="poem",
+        loop_redundant=80.0,
+        ngram_coverage=0.65,
+        tail_compression=3.8,
+        tail_repeat_count=4,
+    ),
     "list": replace(
-        _PROSE, name="list", run_rule=80, loop_redundant=80.0, ngram_coverage=0.7, tail_compression=4.5
+        _PROSE,
+        name="list",
+        run_rule=80,
+        loop_redundant=80.0,
+        ngram_coverage=0.7,
+        tail_compression=4.5,
+        tail_repeat_count=1_000_000,
     ),
     "cjk": replace(_PROSE, name="cjk", check_gibberish=False),
     "code": _STRUCTURED,
@@ -72,7 +88,7 @@ _CODE_LINE = re.compile(
     r"^\s*(def |class |import |from \S+ import|return\b|function\b|const |let |var |#include|for\s*\(|"
     r"if\s*\(|while\s*\(|public |private |fn |}|{|.*[;{]\s*$|.*\)\s*:\s*$)"
 )
-_LIST_LINE = re.compile(r"^\s*(\d+[.)]|[-*+•]|step \d+|[a-z][.)])\s", re.IGNORECASE)
+_LIST_LINE = re.compile(r"^\s*(\d+[.):]|[-*+•]|step \d+[.):]?|[a-z][.)])\s", re.IGNORECASE)
 _TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
 
 

@@ -1,0 +1,315 @@
+"""run_smoke against a real HTTP server on 127.0.0.1 (stdlib, canned SGLang-shaped answers).
+
+The fake server stands in for SGLang only where faults cannot be caused for real cheaply (500s,
+malformed bodies, a server dying between requests); the end-to-end tests use the lab server.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_sglang import FakeSGLang, Fault
+from rich.console import Console
+
+from k26ctl.errors import ConfigError, PermissionDeniedError, UnreachableError
+from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
+from k26ctl.smoke.baseline import Baseline
+from k26ctl.smoke.report import render_table
+from k26ctl.smoke.suite import Suite, parse_suite
+
+ANSWERS = {
+    "prose": "Air molecules scatter blue sunlight more strongly than red light, so the whole sky glows blue.",
+    "count": "one two three four five",
+    "json": '{"name": "Ada Lovelace", "born": 1815}',
+    "think": "The answer is 391.",
+    "raw": " Mainz around 1440, where Johannes Gutenberg set movable metal type in a wooden screw press.",
+}
+
+SUITE_DATA: dict[str, Any] = {
+    "name": "unit",
+    "temperatures": [0.0, 0.7],
+    "prompts": [
+        {
+            "id": "prose",
+            "kind": "prose",
+            "prompt": "Why is the sky blue?",
+            "max_tokens": 64,
+            "chat_template_kwargs": {"thinking": False},
+        },
+        {"id": "count", "kind": "short", "prompt": "Count to five in words.", "max_tokens": 32},
+        {
+            "id": "json",
+            "kind": "json",
+            "prompt": "Give Ada's record as JSON.",
+            "max_tokens": 32,
+            "expect": [{"type": "json"}, {"type": "contains", "value": "1815"}],
+        },
+        {
+            "id": "think",
+            "kind": "short",
+            "prompt": "What is 17 times 23?",
+            "max_tokens": 64,
+            "expect": [{"type": "answer", "value": "391"}],
+        },
+        {
+            "id": "raw",
+            "kind": "prose",
+            "api": "generate",
+            "prompt": "The printing press began in",
+            "max_tokens": 96,
+        },
+    ],
+}
+
+
+def unit_suite(**changes: Any) -> Suite:
+    return parse_suite({**SUITE_DATA, **changes})
+
+
+def prompt_id(path: str, body: dict[str, Any]) -> str:
+    if path == "/generate":
+        return "raw"
+    text = body["messages"][-1]["content"]
+    return next(p["id"] for p in SUITE_DATA["prompts"] if p["prompt"] == text)
+
+
+def healthy(path: str, body: dict[str, Any]) -> str | tuple[str, str] | Fault:
+    pid = prompt_id(path, body)
+    if pid == "think":
+        return ANSWERS["think"], "17 times 20 is 340, plus 17 times 3 is 51, so 391."
+    return ANSWERS[pid]
+
+
+def with_override(pid: str, answer: Callable[[], str | tuple[str, str] | Fault]) -> Any:
+    def responder(path: str, body: dict[str, Any]) -> Any:
+        return answer() if prompt_id(path, body) == pid else healthy(path, body)
+
+    return responder
+
+
+def run(fake: FakeSGLang, suite: Suite | None = None, **options: Any) -> Any:
+    return run_smoke(SmokeTarget(fake.url), suite or unit_suite(), options=SmokeOptions(**options))
+
+
+def test_healthy_server_passes_with_two_requests_in_flight() -> None:
+    with FakeSGLang(healthy, delay=0.05) as fake:
+        report = run(fake)
+    assert report.passed, report.summary()
+    # 5 prompts x 2 temperatures + 5 determinism repeats
+    assert len(report.results) == 15
+    assert fake.max_in_flight >= 2
+    assert report.model == "fake-model"
+    raw = [r for r in report.results if r.prompt_id == "raw"]
+    assert all(r.accept_length == pytest.approx(3.5) for r in raw)
+    assert all(r.tokens_per_s and r.tokens_per_s > 0 for r in report.results)
+    assert report.server_accept_after == pytest.approx(3.4)
+    assert report.server_identity["version"] == "0.5.15-fake"
+
+
+def test_requests_carry_sampling_and_template_settings() -> None:
+    with FakeSGLang(healthy) as fake:
+        run(fake, unit_suite(top_p=0.9, seed=7))
+    chats = [b for p, b in fake.requests if p == "/v1/chat/completions"]
+    prose = [b for b in chats if b["messages"][-1]["content"] == "Why is the sky blue?"]
+    assert all(b["chat_template_kwargs"] == {"thinking": False} for b in prose)
+    assert {b["temperature"] for b in chats} == {0.0, 0.7}
+    sampled = [b for b in chats if b["temperature"] > 0]
+    assert all(b["top_p"] == 0.9 and b["seed"] == 7 for b in sampled)
+    assert all("logprobs" not in b and "response_format" not in b and "regex" not in b for b in chats)
+    gens = [b for p, b in fake.requests if p == "/generate"]
+    assert gens and all(b["sampling_params"]["max_new_tokens"] == 96 for b in gens)
+
+
+def test_degenerate_answer_fails_with_named_finding() -> None:
+    with FakeSGLang(with_override("prose", lambda: "The.r" + "!" * 80)) as fake:
+        report = run(fake)
+    assert not report.passed
+    failed = {r.prompt_id for r in report.failed_results}
+    assert failed == {"prose"}
+    assert any(f.detector == "char_run" for r in report.failed_results for f in r.findings)
+    assert "char_run" in report.summary()
+
+
+def test_reasoning_content_is_checked_too() -> None:
+    loop = "Let me think. " + "Wait, let me recompute. " * 12
+    with FakeSGLang(with_override("think", lambda: ("391", loop))) as fake:
+        report = run(fake)
+    bad = [r for r in report.failed_results if r.prompt_id == "think"]
+    assert bad and all(any(f.detector.startswith("reasoning.") for f in r.findings) for r in bad)
+
+
+def test_expectation_failure_and_warn_severity() -> None:
+    with FakeSGLang(with_override("json", lambda: '{"name": "Ada Lovelace", "born": 1815')) as fake:
+        report = run(fake)
+    bad = [r for r in report.failed_results if r.prompt_id == "json"]
+    assert bad and all(any(f.detector == "expect.json" for f in r.findings) for r in bad)
+
+    data = json.loads(json.dumps(SUITE_DATA))
+    data["prompts"][2]["expect"][0]["severity"] = "warn"
+    with FakeSGLang(with_override("json", lambda: '{"name": "Ada Lovelace", "born": 1815')) as fake:
+        report = run(fake, parse_suite(data))
+    assert report.passed
+    assert any(r.verdict == "warn" for r in report.results if r.prompt_id == "json")
+
+
+def test_expectations_switched_off_by_suite_or_option() -> None:
+    wrong = with_override("think", lambda: "The answer is four hundred.")
+    with FakeSGLang(wrong) as fake:
+        assert not run(fake).passed
+        assert run(fake, unit_suite(expectations=False)).passed
+        assert run(fake, expectations=False).passed
+
+
+def test_accept_collapse_and_floor() -> None:
+    with FakeSGLang(healthy, accept_length=1.02, server_avg_accept=1.05) as fake:
+        report = run(fake)
+    assert not report.passed
+    assert any(f.detector == "accept_collapse" for r in report.results for f in r.findings)
+    assert any(f.detector == "server_accept_collapse" for f in report.suite_findings)
+
+    with FakeSGLang(healthy, accept_length=2.1, server_avg_accept=2.2) as fake:
+        assert run(fake).passed
+        report = run(fake, min_accept_length=2.5)
+    assert {f.detector for r in report.results for f in r.findings} >= {"accept_floor"}
+    assert any(f.detector == "server_accept_floor" for f in report.suite_findings)
+
+
+def test_no_accept_length_without_speculative_decoding() -> None:
+    with FakeSGLang(healthy, accept_length=None, server_avg_accept=None) as fake:
+        report = run(fake, min_accept_length=3.0)
+    assert report.passed
+    assert all(r.accept_length is None for r in report.results)
+
+
+def test_nondeterministic_greedy_answers_are_a_finding() -> None:
+    calls = {"n": 0}
+    lock = threading.Lock()
+
+    def flaky() -> str:
+        with lock:
+            calls["n"] += 1
+            n = calls["n"]
+        return ANSWERS["prose"] if n % 2 else ANSWERS["prose"].replace("whole sky", "entire sky")
+
+    with FakeSGLang(with_override("prose", flaky)) as fake:
+        report = run(fake, suite=unit_suite(temperatures=[0.0]))
+    findings = [f for r in report.results for f in r.findings if f.detector == "nondeterministic"]
+    assert len(findings) == 1
+    assert findings[0].score == ANSWERS["prose"].index("whole")
+
+
+def test_http_500_is_a_failed_request_not_unreachable() -> None:
+    with FakeSGLang(with_override("count", lambda: Fault(500))) as fake:
+        report = run(fake)
+    errors = [r for r in report.results if r.error]
+    assert errors and all(r.prompt_id == "count" and "HTTP 500" in (r.error or "") for r in errors)
+    assert not report.passed
+
+
+def test_malformed_json_is_a_failed_request() -> None:
+    with FakeSGLang(with_override("count", lambda: Fault(200, raw=b'{"choices": [tru'))) as fake:
+        report = run(fake)
+    errors = [r for r in report.results if r.error]
+    assert errors and all("malformed JSON" in (r.error or "") for r in errors)
+
+
+def test_server_dying_mid_suite_is_unreachable() -> None:
+    with (
+        FakeSGLang(with_override("json", lambda: Fault(die=True))) as fake,
+        pytest.raises(UnreachableError) as info,
+    ):
+        run(fake)
+    assert info.value.exit_code == 69
+    assert "stopped answering during the suite" in info.value.message
+
+
+def test_connection_refused_is_unreachable() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(UnreachableError) as info:
+        run_smoke(SmokeTarget(f"http://127.0.0.1:{port}"), unit_suite(), options=SmokeOptions())
+    assert "cannot reach the server" in info.value.message
+
+
+def test_hanging_server_times_out_as_unreachable() -> None:
+    with FakeSGLang(healthy, delay=2.0) as fake, pytest.raises(UnreachableError) as info:
+        run_smoke(SmokeTarget(fake.url, model="m"), unit_suite(), options=SmokeOptions(timeout=0.3))
+    assert "timeout" in info.value.message
+
+
+def test_api_key_is_sent_and_a_refusal_is_exit_77() -> None:
+    with FakeSGLang(healthy, api_key="s3cret") as fake:
+        report = run_smoke(SmokeTarget(fake.url, api_key="s3cret"), unit_suite(), options=SmokeOptions())
+        assert report.passed
+        with pytest.raises(PermissionDeniedError):
+            run_smoke(SmokeTarget(fake.url), unit_suite(), options=SmokeOptions())
+
+
+def test_baseline_record_then_compare(tmp_path: Path) -> None:
+    path = tmp_path / "none.json"
+    with FakeSGLang(healthy) as fake:
+        recorded = run(fake, record_baseline=path)
+        assert recorded.baseline_recorded == str(path)
+        baseline = Baseline.load(path)
+        assert set(baseline.entries) == {"prose", "count", "json", "think", "raw"}
+        assert baseline.identity["model"] == "fake-model"
+        assert baseline.entries["think"].reasoning.startswith("17 times")
+        same = run(fake, baseline=path)
+    assert same.passed and same.baseline is not None and same.baseline.exact_match_rate == 1.0
+
+    changed = with_override("count", lambda: "one two three four five six")
+    with FakeSGLang(changed) as fake:
+        strict = run(fake, baseline=path)
+        lenient = run(fake, baseline=path, min_exact_match=0.66)
+    assert strict.baseline is not None and not strict.passed
+    parity = {p.prompt_id: p for p in strict.baseline.prompts}
+    assert not parity["count"].match and parity["count"].first_divergence == len("one two three four five")
+    assert strict.baseline.exact_match_rate == pytest.approx(0.8)
+    assert any(f.detector == "baseline_parity" for f in strict.suite_findings)
+    assert lenient.passed
+
+
+def test_failed_run_does_not_record_a_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    with FakeSGLang(with_override("prose", lambda: "!" * 50)) as fake:
+        report = run(fake, record_baseline=path)
+    assert not path.exists()
+    assert any(f.detector == "baseline_not_recorded" for f in report.suite_findings)
+
+
+def test_bad_baseline_file_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "junk.json"
+    path.write_text("{}")
+    with FakeSGLang(healthy) as fake, pytest.raises(ConfigError):
+        run(fake, baseline=path)
+
+
+def test_report_formats() -> None:
+    with FakeSGLang(with_override("prose", lambda: "GGGGGGGGGGGGGGGGGGGGGGGGGGGGGG")) as fake:
+        report = run(fake)
+    document = json.loads(json.dumps(report.to_json()))
+    assert document["passed"] is False
+    assert len(document["results"]) == len(report.results)
+    prose = [r for r in document["results"] if r["prompt_id"] == "prose"]
+    assert prose[0]["reasons"] and prose[0]["findings"][0]["span"] == [0, 30]
+
+    root = ET.fromstring(report.to_junit())
+    assert root.tag == "testsuite"
+    assert int(root.get("tests", "0")) == len(report.results) + 1
+    failures = root.findall(".//failure")
+    assert int(root.get("failures", "0")) == len(failures) == len(report.failed_results)
+
+    console = Console(record=True, width=200)
+    console.print(render_table(report))
+    text = console.export_text()
+    for header in ("prompt", "verdict", "findings", "tokens", "tok/s", "accept len"):
+        assert header in text
+    assert "prose@T0" in text and "FAIL" in text and "char_run" in text
