@@ -12,6 +12,9 @@ def register_demo(lab_app: typer.Typer) -> None:
     def demo_command(
         name: str = typer.Option("k26lab", "--name", help="Lab host name."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each deploy's steps."),
+        bisect: bool = typer.Option(
+            False, "--bisect", help="Last, bisect the first bad DDTree budget, then reset."
+        ),
     ) -> None:
         """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
         (smoke passes), print what happened. The host stays up."""
@@ -21,6 +24,10 @@ def register_demo(lab_app: typer.Typer) -> None:
         presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
         ctx = DemoContext(lab=name, on_event=presenter, say=lambda text: print(text, flush=True))
         steps = list(DEFAULT_STEPS)
+        if bisect:
+            from k26ctl.bisect.demo import step_bisect
+
+            steps.append(step_bisect)
         outcomes = run_demo(ctx, steps)
         for line in summary_lines(outcomes, name):
             print(line)
