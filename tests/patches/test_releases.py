@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,19 @@ def test_cli_check_release_and_refused_source(releases: ReleaseSources, tmp_path
 
     bad = _cli("check", "--sglang-version", "--index-url=http://example.invalid")
     assert bad.returncode == 78 and "not a release version" in bad.stderr
+
+
+def test_check_downloads_into_an_empty_cache(tmp_path: Path) -> None:
+    """As on a fresh machine: nothing cached, `patch check` fetches the wheel with pip and reuses it."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "k26ctl", "patch", "check", "--sglang-version", "0.5.14"]
+    first = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    if first.returncode == 69:
+        pytest.skip(f"pip cannot reach the package index: {first.stderr.strip()}")
+    assert first.returncode == 0, first.stderr
+    assert "triton-ddtree-verify-width: applied" in first.stdout
+    wheels = list((tmp_path / "cache" / "k26ctl" / "sglang-wheels").glob("sglang-0.5.14-*.whl"))
+    assert len(wheels) == 1
+    stamp = wheels[0].stat().st_mtime_ns
+    second = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert second.returncode == 0 and wheels[0].stat().st_mtime_ns == stamp
