@@ -1,0 +1,599 @@
+"""HTTP surface of the lab server with SGLang's paths and JSON shapes (stdlib http.server).
+
+/health and /health_generate (503 until ready, then a 1-token generation), /v1/models,
+/v1/completions and /v1/chat/completions (also as SSE streams), native /generate, /server_info
+(/get_server_info), /metrics (with --enable-metrics), /flush_cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from k26ctl.lab.reasoning import split_reasoning
+from k26ctl.lab.scheduler import GenRequest, Scheduler
+from k26ctl.lab.server_args import LabServerArgs
+from k26ctl.lab.tokenizer import ByteTokenizer, render_chat
+
+VERSION = "0.5.15"
+SPECIAL_TEXT = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>", "<|reserved_0|>", "<|reserved_1|>")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, kind: str = "BadRequestError") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+
+
+class LabState:
+    """Everything the handlers share."""
+
+    def __init__(self, args: LabServerArgs, fault: str | None, log: Any) -> None:
+        self.args = args
+        self.fault = fault
+        self.log = log
+        self.tokenizer = ByteTokenizer()
+        self.scheduler: Scheduler | None = None
+        self.ready = threading.Event()
+        self.stopping = threading.Event()
+        self.lab_info: dict[str, Any] = {}
+        self.health_timeout = float(os.environ.get("K26LAB_HEALTH_TIMEOUT", "20"))
+
+    def output_text(self, ids: list[int]) -> str:
+        text = self.tokenizer.decode(ids)
+        for special in SPECIAL_TEXT:
+            text = text.replace(special, "")
+        return text
+
+    def submit(self, input_ids: list[int], params: dict[str, Any]) -> GenRequest:
+        if self.scheduler is None or not self.ready.is_set():
+            raise ApiError(503, "the server is not ready", "ServiceUnavailableError")
+        max_new = params.get("max_new_tokens")
+        max_new = 128 if max_new is None else int(max_new)
+        if max_new < 0:
+            raise ApiError(400, "max_new_tokens must be >= 0")
+        if len(input_ids) + max_new > self.args.context_length:
+            max_new = max(0, self.args.context_length - len(input_ids))
+        if not input_ids:
+            raise ApiError(400, "the input is empty")
+        if any(not isinstance(t, int) or t < 0 or t >= self.tokenizer.vocab_size for t in input_ids):
+            raise ApiError(400, "input_ids out of vocabulary")
+        stop_ids: set[int] = set()
+        if not params.get("ignore_eos"):
+            stop_ids = {self.tokenizer.eos_id, self.tokenizer.im_end_id}
+        stop_ids |= set(params.get("stop_token_ids") or [])
+        stop = params.get("stop") or []
+        if isinstance(stop, str):
+            stop = [stop]
+        gen = GenRequest(list(input_ids), max(max_new, 1), stop_ids, list(stop))
+        self.scheduler.submit(gen)
+        return gen
+
+    def wait_events(self, gen: GenRequest, timeout: float | None = None) -> Iterator[tuple[str, Any]]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self.stopping.is_set():
+                raise ApiError(503, "the server is shutting down", "ServiceUnavailableError")
+            wait = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+            if wait <= 0:
+                raise TimeoutError
+            try:
+                kind, payload = gen.events.get(timeout=wait)
+            except queue.Empty:
+                continue
+            yield kind, payload
+            if kind in ("done", "error"):
+                return
+
+    def hang_if_faulty(self) -> None:
+        if self.fault == "hang":
+            self.stopping.wait()
+            raise ApiError(503, "the server is shutting down", "ServiceUnavailableError")
+
+    def meta_info(self, gen: GenRequest, finished: bool) -> dict[str, Any]:
+        req = gen.req
+        completion = len(req.output_ids) if req else 0
+        verify_ct = req.verify_ct if req else 0
+        reason = req.finished_reason if (req and finished) else None
+        if reason and gen.matched_stop is not None:
+            reason = {**reason, "matched": gen.matched_stop}
+        meta: dict[str, Any] = {
+            "id": gen.rid,
+            "finish_reason": reason,
+            "prompt_tokens": len(gen.input_ids),
+            "completion_tokens": completion,
+            "cached_tokens": 0,
+            "e2e_latency": round(time.monotonic() - gen.created, 6),
+        }
+        if self.args.speculative_algorithm:
+            meta["spec_verify_ct"] = verify_ct
+            meta["spec_accept_length"] = round(completion / verify_ct, 4) if verify_ct else 0.0
+        return meta
+
+
+def _finish_reason(gen: GenRequest) -> str | None:
+    req = gen.req
+    if req is None or req.finished_reason is None:
+        return None
+    return "stop" if req.finished_reason.get("type") == "stop" else "length"
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "k26lab"
+    protocol_version = "HTTP/1.1"
+    state: LabState  # set on the subclass made by make_server
+
+    # ---- plumbing ---------------------------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _log_access(self, status: int) -> None:
+        host, port = self.client_address[:2]
+        self.state.log(f'{host}:{port} - "{self.command} {self.path} HTTP/1.1" {status}')
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self._log_access(status)
+
+    def _json(self, status: int, data: Any) -> None:
+        self._send(status, json.dumps(data).encode())
+
+    def _error(self, err: ApiError) -> None:
+        self._json(
+            err.status,
+            {"object": "error", "message": err.message, "type": err.kind, "param": None, "code": err.status},
+        )
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return {}
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ApiError(400, f"invalid JSON body: {exc}") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "the JSON body must be an object")
+        return data
+
+    def _authorized(self) -> bool:
+        key = self.state.args.api_key
+        if not key or self.path.split("?")[0] in ("/health", "/health_generate", "/metrics"):
+            return True
+        return self.headers.get("Authorization", "") == f"Bearer {key}"
+
+    def _sse_start(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        self._log_access(200)
+
+    def _sse(self, data: Any) -> None:
+        payload = data if isinstance(data, str) else json.dumps(data)
+        self.wfile.write(f"data: {payload}\n\n".encode())
+        self.wfile.flush()
+
+    # ---- dispatch ---------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self._dispatch(
+            {
+                "/health": self.health,
+                "/health_generate": self.health,
+                "/v1/models": self.models,
+                "/server_info": self.server_info,
+                "/get_server_info": self.server_info,
+                "/metrics": self.metrics,
+                "/flush_cache": self.flush_cache,
+                "/get_model_info": self.model_info,
+                "/model_info": self.model_info,
+            }
+        )
+
+    def do_POST(self) -> None:
+        self._dispatch(
+            {
+                "/generate": self.generate,
+                "/v1/completions": self.completions,
+                "/v1/chat/completions": self.chat_completions,
+                "/flush_cache": self.flush_cache,
+            }
+        )
+
+    def _dispatch(self, routes: dict[str, Any]) -> None:
+        path = self.path.split("?")[0]
+        route = routes.get(path)
+        try:
+            if route is None:
+                raise ApiError(404, f"{self.command} {path}: not found", "NotFoundError")
+            if not self._authorized():
+                self._json(401, {"error": "Unauthorized"})
+                return
+            route()
+        except ApiError as err:
+            self._error(err)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    # ---- endpoints --------------------------------------------------------------------------------
+
+    def health(self) -> None:
+        st = self.state
+        if not st.ready.is_set() or st.scheduler is None:
+            self._send(503, b"")
+            return
+        gen = GenRequest([0], 1, set())
+        st.scheduler.submit(gen)
+        try:
+            for kind, _ in st.wait_events(gen, st.health_timeout):
+                if kind == "error":
+                    self._send(503, b"")
+                    return
+        except TimeoutError:
+            st.log(f"Health check failed: no answer from the scheduler within {st.health_timeout:g} s")
+            self._send(503, b"")
+            return
+        self._send(200, b"")
+
+    def models(self) -> None:
+        args = self.state.args
+        self._json(
+            200,
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": args.served_model_name,
+                        "object": "model",
+                        "created": int(time.time()),
+                        "owned_by": "sglang",
+                        "root": args.served_model_name,
+                        "max_model_len": args.context_length,
+                    }
+                ],
+            },
+        )
+
+    def model_info(self) -> None:
+        self._json(200, {"model_path": self.state.args.model_path, "is_generation": True})
+
+    def server_info(self) -> None:
+        st = self.state
+        totals = st.scheduler.snapshot() if st.scheduler else None
+        internal = {
+            "avg_spec_accept_length": totals.avg_accept_length if totals else 0.0,
+            "last_gen_throughput": totals.last_gen_throughput if totals else 0.0,
+            "num_running_reqs": totals.running if totals else 0,
+        }
+        self._json(
+            200, {**st.args.to_json(), "version": VERSION, "internal_states": [internal], "lab": st.lab_info}
+        )
+
+    def metrics(self) -> None:
+        st = self.state
+        if not st.args.enable_metrics:
+            raise ApiError(
+                404, "metrics are disabled; start the server with --enable-metrics", "NotFoundError"
+            )
+        t = st.scheduler.snapshot() if st.scheduler else None
+        name = st.args.served_model_name
+        label = '{model_name="' + name.replace("\\", "\\\\").replace('"', '\\"') + '"}'
+        block = max((st.args.speculative_num_draft_tokens or 2) - 1, 1)
+        accept = t.avg_accept_length if t else 0.0
+        rows = [
+            ("sglang:num_running_reqs", "gauge", "Running requests", t.running if t else 0),
+            ("sglang:num_queue_reqs", "gauge", "Queued requests", t.queued if t else 0),
+            (
+                "sglang:gen_throughput",
+                "gauge",
+                "Generation throughput (token/s)",
+                t.last_gen_throughput if t else 0.0,
+            ),
+            ("sglang:spec_accept_length", "gauge", "Average speculative accept length", accept),
+            (
+                "sglang:spec_accept_rate",
+                "gauge",
+                "Speculative accept rate",
+                max(accept - 1, 0) / block if accept else 0.0,
+            ),
+            (
+                "sglang:spec_verify_calls_total",
+                "counter",
+                "Speculative verify passes",
+                t.verify_calls if t else 0,
+            ),
+            ("sglang:prompt_tokens_total", "counter", "Prompt tokens", t.prompt_tokens if t else 0),
+            (
+                "sglang:generation_tokens_total",
+                "counter",
+                "Generated tokens",
+                t.generation_tokens if t else 0,
+            ),
+            ("sglang:num_requests_total", "counter", "Finished and running requests", t.requests if t else 0),
+        ]
+        lines = []
+        for metric, kind, help_text, value in rows:
+            lines += [
+                f"# HELP {metric} {help_text}",
+                f"# TYPE {metric} {kind}",
+                f"{metric}{label} {float(value)}",
+            ]
+        self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+    def flush_cache(self) -> None:
+        if self.command == "POST":
+            self._body()
+        self._send(200, b"Cache flushed.\n", "text/plain; charset=utf-8")
+
+    # ---- generation -------------------------------------------------------------------------------
+
+    def _malformed(self) -> None:
+        self._send(200, b'{"id": "broken", "choices": [{"text": "The', "application/json")
+
+    def generate(self) -> None:
+        st = self.state
+        body = self._body()
+        params = dict(body.get("sampling_params") or {})
+        if "text" in body and body["text"] is not None:
+            texts = body["text"]
+            batch = [st.tokenizer.encode(t) for t in (texts if isinstance(texts, list) else [texts])]
+            single = not isinstance(texts, list)
+        elif body.get("input_ids") is not None:
+            ids = body["input_ids"]
+            single = not (ids and isinstance(ids[0], list))
+            batch = [ids] if single else ids
+        else:
+            raise ApiError(400, "either text or input_ids should be provided")
+        st.hang_if_faulty()
+        gens = [st.submit(ids, params) for ids in batch]
+        if st.fault == "malformed":
+            self._malformed()
+            return
+        if body.get("stream"):
+            self._sse_start()
+            for gen in gens:
+                for kind, _ in st.wait_events(gen):
+                    if kind == "error":
+                        self._sse({"error": {"message": "generation failed"}})
+                        break
+                    ids = gen.req.output_ids if gen.req else []
+                    self._sse(
+                        {
+                            "text": st.output_text(ids),
+                            "output_ids": list(ids),
+                            "meta_info": st.meta_info(gen, kind == "done"),
+                        }
+                    )
+            self._sse("[DONE]")
+            return
+        results = []
+        for gen in gens:
+            for kind, payload in st.wait_events(gen):
+                if kind == "error":
+                    raise ApiError(400, str(payload))
+            ids = gen.req.output_ids if gen.req else []
+            results.append(
+                {"text": st.output_text(ids), "output_ids": list(ids), "meta_info": st.meta_info(gen, True)}
+            )
+        self._json(200, results[0] if single else results)
+
+    def _openai_params(self, body: dict[str, Any]) -> dict[str, Any]:
+        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+        return {
+            "max_new_tokens": max_tokens,
+            "stop": body.get("stop"),
+            "stop_token_ids": body.get("stop_token_ids"),
+            "ignore_eos": body.get("ignore_eos", False),
+        }
+
+    def _usage(self, gen: GenRequest) -> dict[str, int]:
+        completion = len(gen.req.output_ids) if gen.req else 0
+        return {
+            "prompt_tokens": len(gen.input_ids),
+            "completion_tokens": completion,
+            "total_tokens": len(gen.input_ids) + completion,
+        }
+
+    def completions(self) -> None:
+        st = self.state
+        body = self._body()
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str):
+            if len(prompt) != 1:
+                raise ApiError(400, "the lab server takes one prompt per request")
+            prompt = prompt[0]
+        if isinstance(prompt, str):
+            ids = st.tokenizer.encode(prompt)
+        elif isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
+            ids = list(prompt)
+        else:
+            raise ApiError(400, "prompt must be a string or a list of token ids")
+        params = self._openai_params(body)
+        if params["max_new_tokens"] is None:
+            params["max_new_tokens"] = 16
+        st.hang_if_faulty()
+        gen = st.submit(ids, params)
+        if st.fault == "malformed":
+            self._malformed()
+            return
+        cid = f"cmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        model = body.get("model") or st.args.served_model_name
+        if body.get("stream"):
+            self._sse_start()
+            sent = ""
+            for kind, _ in st.wait_events(gen):
+                if kind == "error":
+                    break
+                text = st.output_text(gen.req.output_ids if gen.req else [])
+                delta, sent = text[len(sent) :], text
+                finish = _finish_reason(gen) if kind == "done" else None
+                if delta or finish:
+                    choice = {"index": 0, "text": delta, "logprobs": None, "finish_reason": finish}
+                    self._sse(
+                        {
+                            "id": cid,
+                            "object": "text_completion",
+                            "created": created,
+                            "model": model,
+                            "choices": [choice],
+                        }
+                    )
+            if (body.get("stream_options") or {}).get("include_usage"):
+                self._sse(
+                    {
+                        "id": cid,
+                        "object": "text_completion",
+                        "created": created,
+                        "model": model,
+                        "choices": [],
+                        "usage": self._usage(gen),
+                    }
+                )
+            self._sse("[DONE]")
+            return
+        for kind, payload in st.wait_events(gen):
+            if kind == "error":
+                raise ApiError(400, str(payload))
+        text = st.output_text(gen.req.output_ids if gen.req else [])
+        choice = {
+            "index": 0,
+            "text": text,
+            "logprobs": None,
+            "finish_reason": _finish_reason(gen),
+            "matched_stop": gen.matched_stop,
+        }
+        self._json(
+            200,
+            {
+                "id": cid,
+                "object": "text_completion",
+                "created": created,
+                "model": model,
+                "choices": [choice],
+                "usage": self._usage(gen),
+            },
+        )
+
+    def chat_completions(self) -> None:
+        st = self.state
+        body = self._body()
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise ApiError(400, "messages must be a non-empty list")
+        kwargs = body.get("chat_template_kwargs") or {}
+        thinking = bool(kwargs.get("thinking", kwargs.get("enable_thinking", True)))
+        ids = st.tokenizer.encode(render_chat(messages, thinking=thinking))
+        params = self._openai_params(body)
+        st.hang_if_faulty()
+        gen = st.submit(ids, params)
+        if st.fault == "malformed":
+            self._malformed()
+            return
+        separate = st.args.reasoning_parser is not None and body.get("separate_reasoning", True)
+        cid = f"chatcmpl-{uuid.uuid4().hex}"
+        created = int(time.time())
+        model = body.get("model") or st.args.served_model_name
+        if body.get("stream"):
+            self._stream_chat(gen, cid, created, model, separate, body)
+            return
+        for kind, payload in st.wait_events(gen):
+            if kind == "error":
+                raise ApiError(400, str(payload))
+        text = st.output_text(gen.req.output_ids if gen.req else [])
+        reasoning, content = split_reasoning(text) if separate else (None, text)
+        message = {
+            "role": "assistant",
+            "content": content,
+            "reasoning_content": reasoning or None,
+            "tool_calls": None,
+        }
+        choice = {
+            "index": 0,
+            "message": message,
+            "logprobs": None,
+            "finish_reason": _finish_reason(gen),
+            "matched_stop": gen.matched_stop,
+        }
+        self._json(
+            200,
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [choice],
+                "usage": self._usage(gen),
+            },
+        )
+
+    def _stream_chat(
+        self, gen: GenRequest, cid: str, created: int, model: str, separate: bool, body: dict[str, Any]
+    ) -> None:
+        st = self.state
+        self._sse_start()
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            return {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [choice],
+            }
+
+        self._sse(chunk({"role": "assistant", "content": ""}))
+        sent_reasoning, sent_content = "", ""
+        for kind, _ in st.wait_events(gen):
+            if kind == "error":
+                break
+            done = kind == "done"
+            text = st.output_text(gen.req.output_ids if gen.req else [])
+            reasoning, content = split_reasoning(text, final=done) if separate else ("", text)
+            if len(reasoning) > len(sent_reasoning):
+                self._sse(chunk({"reasoning_content": reasoning[len(sent_reasoning) :]}))
+                sent_reasoning = reasoning
+            if len(content) > len(sent_content):
+                self._sse(chunk({"content": content[len(sent_content) :]}))
+                sent_content = content
+            if done:
+                self._sse(chunk({}, _finish_reason(gen)))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            self._sse(
+                {
+                    "id": cid,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [],
+                    "usage": self._usage(gen),
+                }
+            )
+        self._sse("[DONE]")
+
+
+def make_server(state: LabState) -> ThreadingHTTPServer:
+    handler = type("LabHandler", (Handler,), {"state": state})
+    server = ThreadingHTTPServer((state.args.host, state.args.port), handler)
+    server.daemon_threads = True
+    return server
