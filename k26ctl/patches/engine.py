@@ -115,9 +115,8 @@ def _find(edit: Edit, text_lines: list[str]) -> list[_Match]:
         while i < len(text_lines):
             for seq, applied in ((edit.anchor, False), (edit.lines, True)):
                 if seq and _matches_stripped(text_lines, i, seq):
-                    indent = _indent(text_lines[i])[
-                        : max(0, len(_indent(text_lines[i])) - len(_indent(seq[0])))
-                    ]
+                    own = _indent(text_lines[i])
+                    indent = own[: max(0, len(own) - len(_indent(seq[0])))]
                     found.append(_Match(i, i + len(seq), applied, indent, _eol(text_lines[i])))
                     i += len(seq)
                     break
@@ -136,7 +135,7 @@ def _find(edit: Edit, text_lines: list[str]) -> list[_Match]:
         else:
             applied = _matches_exact(text_lines, i - m, rendered)
             found.append(_Match(i - (m if applied else 0), i + n, applied, indent, eol))
-        i += n
+        i = found[-1].end
     return found
 
 

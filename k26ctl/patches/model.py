@@ -133,8 +133,10 @@ def _edit_from_spec(spec: _EditSpec, where: str) -> Edit:
     lines = _block(body)
     if op != "replace" and not lines:
         raise ConfigError(f"{where}: {op} needs at least one line")
-    if op == "replace" and _contains(lines, anchor):
-        raise ConfigError(f"{where}: the replacement contains its own anchor, so applying is not idempotent")
+    if _contains(lines, anchor):
+        raise ConfigError(
+            f"{where}: the new lines contain the edit's own anchor, so matches could not be counted"
+        )
     return Edit(op=op, anchor=anchor, lines=lines, count=spec.count)
 
 

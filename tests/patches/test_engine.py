@@ -172,7 +172,7 @@ def test_not_needed_marker() -> None:
         ),
         (
             {"name": "t", "summary": "s", "target": "a.py", "edits": [{"anchor": "x", "replace": "x\ny"}]},
-            "its own anchor",
+            "own anchor",
         ),
         (
             {
