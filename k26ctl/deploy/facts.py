@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from k26ctl.deploy.history import DeployRecord, last_record, read_history
+from k26ctl.deploy.history import DeployRecord, history_path, last_record, parse_history
 from k26ctl.deploy.plan import sha256_text
 from k26ctl.deploy.readiness import UnitState
 from k26ctl.profile import Profile
@@ -31,6 +32,7 @@ class HostFacts:
     props: dict[str, str]
     patch_actions: list[Any]  # k26ctl.patches.host.PatchAction, one per known patch
     history: list[DeployRecord] = field(default_factory=list)
+    history_raw: bytes | None = None  # the file as read (None: no history yet)
 
     @property
     def unit_sha(self) -> str | None:
@@ -63,12 +65,21 @@ def read_unit(host: Host, path: str) -> str | None:
 
 
 def gather_facts(host: Host, systemd: Any, profile: Profile, unit_path: str) -> HostFacts:
+    """Independent reads run side by side over the one connection: each is a round trip, and a
+    deploy that changes nothing is mostly these."""
     from k26ctl.patches.host import plan_patches
 
-    return HostFacts(
-        unit_path=unit_path,
-        unit_text=read_unit(host, unit_path),
-        props=dict(systemd.show(*SHOW_PROPS)),
-        patch_actions=list(plan_patches(host, profile)),
-        history=read_history(host, profile.service.name),
-    )
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="k26ctl-facts") as pool:
+        unit_text = pool.submit(read_unit, host, unit_path)
+        props = pool.submit(systemd.show, *SHOW_PROPS)
+        actions = pool.submit(plan_patches, host, profile)
+        history = pool.submit(host.read_file, history_path(profile.service.name), sudo=True)
+        raw_history = history.result()
+        return HostFacts(
+            unit_path=unit_path,
+            unit_text=unit_text.result(),
+            props=dict(props.result()),
+            patch_actions=list(actions.result()),
+            history=parse_history(raw_history.decode("utf-8", "replace")) if raw_history else [],
+            history_raw=raw_history,
+        )

@@ -154,9 +154,10 @@ def keep_unit_copy(host: Host, service: str, unit_sha: str, text: bytes) -> str:
     return path
 
 
-def append_record(host: Host, service: str, record: DeployRecord) -> None:
-    """Existing lines are kept as they are (a newer k26ctl may have written more keys)."""
-    raw = host.read_file(history_path(service), sudo=True) or b""
+def append_record(host: Host, service: str, record: DeployRecord, *, current: bytes | None = None) -> None:
+    """Add one line. Existing lines are kept as they are (a newer k26ctl may have written more keys).
+    `current` is the file as the caller read it under the deploy lock (saves a round trip)."""
+    raw = current if current is not None else (host.read_file(history_path(service), sudo=True) or b"")
     lines = [line for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
     lines = [*lines, serialize([record]).rstrip("\n")][-MAX_RECORDS:]
     data = ("\n".join(lines) + "\n").encode()

@@ -205,7 +205,8 @@ class JournalScanner:
             first = line.splitlines()[0] if line else line
             if first not in lines:
                 lines.append(first)
-        lines.extend(line for line in self.exit_lines if line not in lines)
         if not lines:
-            lines = self.tail[-10:]
+            # No traceback and no known failure line: the process's own last words say most.
+            lines = [line for line in self.tail if line not in self.exit_lines][-8:]
+        lines.extend(line for line in self.exit_lines if line not in lines)
         return lines

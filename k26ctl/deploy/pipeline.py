@@ -148,8 +148,8 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
     before = Snapshot(facts.unit_text, applied)
     try:
         _apply(ctx, plan)
-        readiness = _restart_and_wait(ctx, plan)
-        if readiness is not None and readiness.ready and plan.smoke:
+        ready = _restart_and_wait(ctx, plan)
+        if ready and plan.smoke:
             _smoke(ctx)
         elif plan.smoke:
             log.add("smoke", "skipped", "the server is not ready")
@@ -221,7 +221,8 @@ def _apply(ctx: Context, plan: Plan) -> None:
     ctx.result.changed = True
 
 
-def _restart_and_wait(ctx: Context, plan: Plan) -> ReadinessResult | None:
+def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
+    """Restart when the plan says so, then wait for readiness; True when the server is ready."""
     log, result, profile, facts = ctx.log, ctx.result, ctx.profile, ctx.facts
     assert facts is not None
     if not plan.restart:
@@ -230,7 +231,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> ReadinessResult | None:
             probe = check_ready_once(ctx.host, profile)
             if probe.ok:
                 handle.ok("the running server answers its readiness probes")
-                return None
+                return True
             handle.detail = f"not ready yet ({probe.detail}): waiting"
         # Running but not ready (still loading after an earlier deploy): wait from now on.
         readiness = wait_ready(
@@ -246,7 +247,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> ReadinessResult | None:
             on_line=lambda line: log.emit("log", line),
         )
         _readiness_verdict(ctx, readiness, "readiness-wait")
-        return readiness
+        return readiness.ready
     with log.step("restart", f"restarting {ctx.unit}") as handle:
         restarted = ops.restart_service(ctx.host, ctx.systemd, ctx.unit, facts.unit_state)
         ctx.restarted = result.restarted = True
@@ -263,7 +264,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> ReadinessResult | None:
         on_line=lambda line: log.emit("log", line),
     )
     _readiness_verdict(ctx, readiness, "readiness")
-    return readiness
+    return readiness.ready
 
 
 def _progress_emitter(log: StepLog) -> Any:
@@ -310,7 +311,10 @@ def _smoke(ctx: Context) -> None:
         else:
             handle.failed(summary)
             result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "smoke"
-            result.message = f"smoke failed: {summary}"
+            detectors = sorted({f.detector for r in report.failed_results for f in r.failures})
+            result.message = "the server answers, but smoke failed" + (
+                f" ({', '.join(detectors[:6])}{', ...' if len(detectors) > 6 else ''})" if detectors else ""
+            )
 
 
 def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
@@ -369,9 +373,14 @@ def _record(ctx: Context, before: Snapshot, plan: Plan, *, unit_sha_now: str | N
 
 
 def write_record(ctx: Context, record: DeployRecord) -> None:
+    service = ctx.profile.service.name
     with ctx.log.step("record", "recording the result on the host"):
-        ensure_state_dir(ctx.host, ctx.profile.service.name)
-        append_record(ctx.host, ctx.profile.service.name, record)
+        current = ctx.facts.history_raw if ctx.facts is not None else None
+        if current is None:
+            ensure_state_dir(ctx.host, service)
+        append_record(ctx.host, service, record, current=current)
+        if ctx.facts is not None:
+            ctx.facts.history_raw = None  # a second record in this run reads the file again
 
 
 def copy_path(profile: Profile, sha: str | None) -> str | None:

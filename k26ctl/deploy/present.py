@@ -174,8 +174,8 @@ def result_text(result: DeployResult, *, show_diff: bool = False) -> str:
         out.append(result.smoke.summary())
         if not result.smoke.passed:
             for request in getattr(result.smoke, "failed_results", [])[:6]:
-                findings = "; ".join(f.reason() for f in request.failures) or (request.error or "")
-                text = (request.text or "").replace("\n", " ")[:80]
+                findings = "; ".join(f.reason() for f in request.failures[:2]) or (request.error or "")
+                text = (request.text or "").replace("\n", " ")[:48]
                 out.append(f"  - {request.name}: {findings}; output {text!r}")
     if result.load_seconds is not None or result.ready_seconds is not None:
         ready, load = _fmt_seconds(result.ready_seconds), _fmt_seconds(result.load_seconds)

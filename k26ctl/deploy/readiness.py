@@ -12,7 +12,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from k26ctl.deploy.journal_scan import JournalScanner, LoadProgress, Signal, classify
+from k26ctl.deploy.journal_scan import JournalScanner, LoadProgress, Signal, classify, is_ready_line
 
 
 def _int(value: str | None) -> int:
@@ -138,6 +138,8 @@ class ReadinessMachine:
 
     def on_journal(self, message: str, now: float, *, timestamp_us: int | None = None) -> Outcome | None:
         if self.outcome is not None:
+            if self.outcome.kind is OutcomeKind.READY and self.ready_ts_us is None and is_ready_line(message):
+                self.ready_ts_us = timestamp_us  # the probe won the race against the ready line
             return self.outcome
         if not self.armed:
             if classify(message).signal is not Signal.STARTED:

@@ -160,8 +160,13 @@ def test_long_traceback_trimmed_but_keeps_the_exception() -> None:
     assert "lines)" in scanner.last_traceback[1]
 
 
-def test_evidence_falls_back_to_the_tail() -> None:
+def test_evidence_falls_back_to_the_last_lines_before_the_exit() -> None:
     scanner = JournalScanner()
     for i in range(20):
         scanner.feed(f"line {i}")
-    assert scanner.evidence() == [f"line {i}" for i in range(10, 20)]
+    scanner.feed("[2026-11-30 08:53:47] Error: cannot listen on 127.0.0.1:30000: [Errno 98] Address already in use")
+    scanner.feed("k26lab-sglang.service: Main process exited, code=exited, status=1/FAILURE")
+    evidence = scanner.evidence()
+    assert evidence[-2].endswith("Address already in use")
+    assert evidence[-1].endswith("status=1/FAILURE")
+    assert evidence[0] == "line 13"
