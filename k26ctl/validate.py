@@ -897,12 +897,12 @@ def collect_findings(profile: Profile, *, systemd: bool = True) -> tuple[list[Fi
     ctx = Context(profile=profile, launch=launch, args=parsed, table=table)
     for check in RULES:
         findings.extend(check(ctx))
-    if systemd:
-        try:
-            unit = render_unit(profile)
-        except ConfigError as exc:
-            findings.append(Finding("error", "render/invalid", exc.message, exc.hint or ""))
-        else:
+    try:
+        unit = render_unit(profile)
+    except ConfigError as exc:
+        findings.append(Finding("error", "render/invalid", exc.message, exc.hint or ""))
+    else:
+        if systemd:
             findings.extend(verify_unit_locally(unit, unit_name(profile), launch.argv[0]))
     return findings, launch
 
