@@ -5,7 +5,9 @@ Runs on this machine (tests start it on 127.0.0.1) or inside the lab host as the
 ignores them, so a rendered unit can launch it unchanged.
 
 Modes: ok, hang (accepts, never answers), status500, malformed (200 with broken JSON), huge (a
-multi-megabyte body), binary (random bytes), die-after-N (serves N completions, then exits hard).
+multi-megabyte body), binary (random bytes), huge-text and binary-text (valid JSON whose completion
+text is 4 MiB, or random code points with control characters and lone surrogates), die-after-N
+(serves N completions, then exits hard).
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 READY_LINE = "The server is fired up and ready to roll!"
 CLEAN_TEXT = "The quick brown fox jumps over the lazy dog. Paris is the capital of France."
+
+
+def completion_text(mode: str) -> str:
+    """The answer text: clean, or (modes huge-text, binary-text) hostile yet valid JSON."""
+    if mode == "huge-text":
+        return (CLEAN_TEXT + " ") * (4 * 2**20 // (len(CLEAN_TEXT) + 1))  # about 4 MiB
+    if mode == "binary-text":
+        noise = os.urandom(64 * 1024).decode("latin-1")
+        return "The answer is " + noise + "\x00\x1b[2J\ud800\udfff\ufffd" + noise
+    return CLEAN_TEXT
 
 
 class FaultHandler(BaseHTTPRequestHandler):
@@ -79,10 +91,10 @@ class FaultHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self._body()
+        self.server.count_completion()
         if self._misbehave():
             return
-        self.server.count_completion()
-        text = CLEAN_TEXT
+        text = completion_text(self.server.mode)
         if self.path.startswith("/v1/chat/completions"):
             choice: dict[str, object] = {
                 "index": 0,

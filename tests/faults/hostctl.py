@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+TMPFS_MARK = ".k26faults-tmpfs"  # marks the small tmpfs mounted over the unit directory
+
 
 @dataclass
 class HostCtl:
@@ -177,7 +179,7 @@ class HostCtl:
         self.console(
             f"mkdir -p /run/k26faults && cp -a {quoted}/. /run/k26faults/ && "
             f"mount -t tmpfs -o size={size} tmpfs {quoted} && "
-            f"cp -a /run/k26faults/{shlex.quote(self.unit)} {quoted}/ ; true"
+            f"touch {quoted}/{TMPFS_MARK} && cp -a /run/k26faults/{shlex.quote(self.unit)} {quoted}/"
         )
         try:
             yield
@@ -201,4 +203,45 @@ class HostCtl:
         self.console(
             f"mv -f {key}.k26faults {key} && ssh-keygen -y -f {key} > {key}.pub && "
             "systemctl restart k26lab-sshd.service"
+        )
+
+    @contextmanager
+    def slow_link(self, rate: str = "100kbit") -> Iterator[None]:
+        """Shape traffic towards the host (uploads) to `rate`, so an upload takes seconds."""
+        link = self.outside_link()
+        subprocess.run(
+            [
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                link,
+                "root",
+                "tbf",
+                "rate",
+                rate,
+                "burst",
+                "1600",
+                "latency",
+                "400ms",
+            ],
+            check=True,
+        )
+        try:
+            yield
+        finally:
+            subprocess.run(["tc", "qdisc", "del", "dev", link, "root"], capture_output=True)
+
+    def heal(self) -> None:
+        """Undo any fault a test may have left: link up and unshaped, sshd with its own key, running."""
+        link = self.outside_link()
+        subprocess.run(["ip", "link", "set", link, "up"], capture_output=True)
+        subprocess.run(["tc", "qdisc", "del", "dev", link, "root"], capture_output=True)
+        self.console(
+            'for k in /etc/k26lab/ssh/*.k26faults; do [ -e "$k" ] || continue; o=${k%.k26faults}; '
+            'mv -f "$k" "$o"; ssh-keygen -y -f "$o" > "$o.pub"; systemctl restart k26lab-sshd.service; done; '
+            f"[ -e {shlex.quote(self.unit_dir)}/{TMPFS_MARK} ] && umount {shlex.quote(self.unit_dir)}; "
+            "rm -rf /run/k26faults; systemctl start k26lab-sshd.service; "
+            f"systemctl reset-failed {shlex.quote(self.unit)} 2>/dev/null; true",
+            check=False,
         )

@@ -1,0 +1,42 @@
+"""Fixtures for the fault tests: one lab host of their own (faults here must not disturb other tests'
+hosts) and a profile whose service is the misbehaving fault server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .helpers import have_lab_prerequisites
+from .hostctl import HostCtl
+from .scenario import Scenario
+
+
+@pytest.fixture(scope="session")
+def fault_lab() -> Iterator[Any]:
+    reason = have_lab_prerequisites()
+    if reason is not None:
+        pytest.skip(f"no lab host here: {reason}")
+    from k26ctl.lab.host import temporary_lab_host
+
+    with temporary_lab_host(os.environ.get("K26CTL_FAULTS_LAB", "t-faults")) as lab:
+        yield lab
+
+
+@pytest.fixture()
+def host(fault_lab: Any) -> Iterator[HostCtl]:
+    ctl = HostCtl(fault_lab)
+    yield ctl
+    # whatever a test broke, the next one starts from a reachable host with a clean link
+    ctl.heal()
+
+
+@pytest.fixture()
+def scenario(host: HostCtl, tmp_path: Path) -> Scenario:
+    """The host deployed at a known 'old' state, and a changed 'new' profile ready to deploy."""
+    sc = Scenario(host, tmp_path)
+    sc.establish_old()
+    return sc
