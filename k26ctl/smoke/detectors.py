@@ -305,78 +305,50 @@ def detect_token_soup(text: str, profile: KindProfile) -> list[Finding]:
 
 
 # Short English words; anything else of one or two letters in running prose is a fragment.
-_SHORT_WORDS = frozenset(
-    [
-        "a",
-        "i",
-        "o",
-        "am",
-        "an",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "go",
-        "he",
-        "hi",
-        "if",
-        "in",
-        "is",
-        "it",
-        "me",
-        "my",
-        "no",
-        "of",
-        "oh",
-        "ok",
-        "on",
-        "or",
-        "so",
-        "to",
-        "up",
-        "us",
-        "we",
-        "ye",
-        "ah",
-        "eh",
-        "ha",
-        "mr",
-        "ms",
-        "dr",
-        "st",
-        "vs",
-        "id",
-        "tv",
-        "uk",
-        "ai",
-        "ad",
-        "pm",
-        "km",
-        "cm",
-        "mm",
-        "kg",
-        "ml",
-        "ex",
-    ]
+def _word_set(*lines: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z]+", " ".join(lines)))
+
+
+_SHORT_WORDS = _word_set(
+    "a i o am an as at be by do go he hi if in is it me my no of oh ok on or so to up us we ye ah eh",
+    "ha mr ms dr st vs id tv uk ai ad pm km cm mm kg ml ex",
 )
 _ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])")
 # Letters glued to a number ("500g", "3x", "10ml") are units, not words.
 _LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:'[A-Za-z]+)?")
 
 
+_FUNCTION_WORDS = _word_set(
+    "the a an and or but of to in on at by for with from as is are was were be been it its this that "
+    "these those he she they we you i his her their our your not no so if then than there",
+)
+
+
+def _unknown_words(words: list[str]) -> tuple[int, int, int]:
+    """(unknown, eligible, function words) over lower-case words of three or more letters; names and
+    acronyms (capitalised) are skipped because no word list has them all."""
+    from k26ctl.smoke.lexicon import is_english_word
+
+    eligible = [w for w in words if len(w) >= 3 and w.islower()]
+    unknown = sum(1 for w in eligible if not is_english_word(w))
+    function = sum(1 for w in words if w.lower() in _FUNCTION_WORDS)
+    return unknown, len(eligible), function
+
+
 def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
-    """Word salad and character-level decay in Latin-script prose: stray one- and two-letter fragments,
-    vowel-less words, letters tripled inside words, and long stretches without sentence punctuation."""
+    """Word salad and character-level decay in English prose: stray one- and two-letter fragments,
+    vowel-less words, letters tripled inside words, and words that are not English words at all.
+    The last check runs only when the text is English (its function words are frequent), so an
+    answer in French or German is not mistaken for gibberish."""
     if not profile.check_gibberish:
         return []
     cleaned = _ABBREVIATION.sub(" ", text)
-    words = [m for m in _LATIN_WORD.finditer(cleaned)]
-    if len(words) < 20:
+    matches = list(_LATIN_WORD.finditer(cleaned))
+    if len(matches) < 12:
         return []
     odd = 0
     first_odd = -1
-    for match in words:
+    for match in matches:
         word = match.group()
         lower = word.lower()
         fragment = (len(word) <= 2 and lower not in _SHORT_WORDS and not word.isupper()) or (
@@ -388,20 +360,40 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
             odd += 1
             if first_odd < 0:
                 first_odd = match.start()
-    share = odd / len(words)
-    threshold = 0.12
-    if share >= threshold:
-        return [
+    findings: list[Finding] = []
+    start = max(first_odd, 0)
+    share = odd / len(matches)
+    if len(matches) >= 20 and share >= _FRAGMENT_SHARE:
+        findings.append(
             Finding(
                 "gibberish",
                 round(share, 3),
-                threshold,
-                (max(first_odd, 0), len(text)),
-                _excerpt(text, max(first_odd, 0), len(text)),
-                f"{odd} of {len(words)} words are fragments or not word-shaped",
+                _FRAGMENT_SHARE,
+                (start, len(text)),
+                _excerpt(text, start, len(text)),
+                f"{odd} of {len(matches)} words are fragments or not word-shaped",
             )
-        ]
-    return []
+        )
+    words = [m.group() for m in matches]
+    unknown, eligible, function = _unknown_words(words)
+    if eligible >= 10 and function / len(words) >= 0.1:
+        unknown_share = unknown / eligible
+        if unknown_share >= _UNKNOWN_SHARE:
+            findings.append(
+                Finding(
+                    "non_words",
+                    round(unknown_share, 3),
+                    _UNKNOWN_SHARE,
+                    (0, len(text)),
+                    _excerpt(text, 0, len(text)),
+                    f"{unknown} of {eligible} lower-case words are not English words",
+                )
+            )
+    return findings
+
+
+_FRAGMENT_SHARE = 0.12
+_UNKNOWN_SHARE = 0.3
 
 
 def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from k26ctl.errors import ConfigError, UnreachableError
 from k26ctl.smoke.baseline import (
@@ -50,7 +51,9 @@ class SmokeOptions:
     record_baseline: str | Path | None = None
     expectations: bool = True
     determinism: bool | None = None  # None: as the suite says
-    accept_collapse: float = 1.25  # an accept length at or below this means the drafts are all rejected
+    # An accept length at or below this is a collapse (drafts are almost all rejected). None: a quarter
+    # of the way from 1.0 to the longest possible accept length the server reports (at least 1.25).
+    accept_collapse: float | None = None
     on_result: Callable[[RequestResult], None] | None = field(default=None, repr=False)
 
 
@@ -76,7 +79,7 @@ def _prefixed(findings: list[Finding], prefix: str) -> list[Finding]:
     return [dataclasses.replace(f, detector=f"{prefix}{f.detector}") for f in findings]
 
 
-def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions) -> None:
+def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions, collapse: float) -> None:
     prompt = job.prompt
     findings: list[Finding] = []
     prompt_text = prompt.prompt_text()
@@ -100,24 +103,57 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
         findings += _prefixed(rv.findings, "reasoning.")
     if suite.expectations and options.expectations and prompt.expect:
         findings += run_checks(prompt.expect, result.text, result.completion_tokens)
-    findings += _speculative_findings(result, options)
+    findings += _speculative_findings(result, options, collapse)
     ignored = set(prompt.ignore)
     result.findings = [f for f in findings if f.detector.removeprefix("reasoning.") not in ignored]
 
 
-def _speculative_findings(result: RequestResult, options: SmokeOptions) -> list[Finding]:
+_MIN_COLLAPSE = 1.25
+_COLLAPSE_SHARE = 0.25
+_STEP_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP")
+
+
+def _server_args(info: dict[str, Any] | None) -> dict[str, Any]:
+    if not info:
+        return {}
+    nested = info.get("server_args")
+    return {**info, **nested} if isinstance(nested, dict) else dict(info)
+
+
+def is_speculative(info: dict[str, Any] | None) -> bool:
+    algorithm = str(_server_args(info).get("speculative_algorithm") or "").upper()
+    return algorithm not in ("", "NONE")
+
+
+def collapse_threshold(info: dict[str, Any] | None) -> float:
+    """Accept length below which speculation has collapsed: a quarter of the way from 1.0 (nothing
+    accepted) to the longest accept length the configuration allows (steps + 1 for EAGLE-style
+    chains; the draft block for DFlash/DDTree, whose depth is block size - 1)."""
+    args = _server_args(info)
+    algorithm = str(args.get("speculative_algorithm") or "").upper()
+    longest: Any = None
+    if algorithm in _STEP_ALGORITHMS and isinstance(args.get("speculative_num_steps"), int):
+        longest = args["speculative_num_steps"] + 1
+    else:
+        longest = args.get("speculative_num_draft_tokens") or args.get("speculative_dflash_block_size")
+    if not isinstance(longest, (int, float)) or longest < 2:
+        return _MIN_COLLAPSE
+    return max(_MIN_COLLAPSE, 1.0 + _COLLAPSE_SHARE * (float(longest) - 1.0))
+
+
+def _speculative_findings(result: RequestResult, options: SmokeOptions, collapse: float) -> list[Finding]:
     accept = result.accept_length
     if accept is None or (result.completion_tokens or 0) < _MIN_TOKENS_FOR_ACCEPT:
         return []
-    if accept <= options.accept_collapse:
+    if accept <= collapse:
         return [
             Finding(
                 "accept_collapse",
                 accept,
-                options.accept_collapse,
+                collapse,
                 (0, 0),
                 "",
-                f"accept length {accept:.2f}: almost every draft token is rejected",
+                f"accept length {accept:.2f} (collapse below {collapse:.2f}): drafts are almost all rejected",
             )
         ]
     if options.min_accept_length is not None and accept < options.min_accept_length:
@@ -172,7 +208,13 @@ def _send(client: SGLangClient, job: _Job, suite: Suite, model: str) -> RequestR
 
 
 def _run_jobs(
-    client: SGLangClient, jobs: list[_Job], suite: Suite, model: str, options: SmokeOptions, concurrency: int
+    client: SGLangClient,
+    jobs: list[_Job],
+    suite: Suite,
+    model: str,
+    options: SmokeOptions,
+    concurrency: int,
+    collapse: float,
 ) -> list[tuple[_Job, RequestResult]]:
     done: list[tuple[_Job, RequestResult]] = []
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="smoke") as pool:
@@ -197,7 +239,7 @@ def _run_jobs(
                         other.cancel()
                     raise exc
                 result = future.result()
-                _judge(result, futures[future], suite, options)
+                _judge(result, futures[future], suite, options, collapse)
                 done.append((futures[future], result))
                 if options.on_result is not None:
                     options.on_result(result)
@@ -268,7 +310,8 @@ def run_smoke(
                 raise UnreachableError(f"{target.base_url}/v1/models lists no model", "is the model loaded?")
             model = names[0]
         info_before = client.server_info()
-        pairs = _run_jobs(client, _plan(suite, determinism), suite, model, options, concurrency)
+        collapse = options.accept_collapse or collapse_threshold(info_before)
+        pairs = _run_jobs(client, _plan(suite, determinism), suite, model, options, concurrency, collapse)
         info_after = client.server_info()
     _determinism_findings(pairs)
     keys = [(p.id, t) for p in suite.prompts for t in suite.temperatures_for(p)]
@@ -287,7 +330,8 @@ def run_smoke(
         server_accept_after=avg_accept_length(info_after),
         min_accept_length=options.min_accept_length,
     )
-    report.suite_findings += _server_accept_findings(report, options)
+    if is_speculative(info_after or info_before) or report.server_accept_after:
+        report.suite_findings += _server_accept_findings(report, options, collapse)
     greedy = {
         job.prompt.id: r for job, r in pairs if job.temperature == 0 and job.attempt == 0 and r.error is None
     }
@@ -299,19 +343,19 @@ def run_smoke(
     return report
 
 
-def _server_accept_findings(report: SmokeReport, options: SmokeOptions) -> list[Finding]:
+def _server_accept_findings(report: SmokeReport, options: SmokeOptions, collapse: float) -> list[Finding]:
     avg = report.server_accept_after
-    if avg is None:
+    if avg is None or avg <= 0:  # 0.0: the server has not verified any draft (or does not speculate)
         return []
-    if avg <= options.accept_collapse:
+    if avg <= collapse:
         return [
             Finding(
                 "server_accept_collapse",
                 avg,
-                options.accept_collapse,
+                collapse,
                 (0, 0),
                 "",
-                f"/server_info avg_spec_accept_length {avg:.2f}: drafts are almost all rejected",
+                f"/server_info avg_spec_accept_length {avg:.2f} (collapse below {collapse:.2f})",
             )
         ]
     if options.min_accept_length is not None and avg < options.min_accept_length:

@@ -1,0 +1,35 @@
+"""An English word list (SCOWL via Debian's wamerican, see data/README.md), loaded once on demand."""
+
+from __future__ import annotations
+
+import gzip
+from functools import lru_cache
+from pathlib import Path
+
+_WORDS = Path(__file__).parent / "data" / "english-words.txt.gz"
+
+
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    with gzip.open(_WORDS, "rt", encoding="utf-8") as handle:
+        return frozenset(handle.read().split("\n"))
+
+
+def is_english_word(word: str) -> bool:
+    """Lower-case lookup; a few regular inflections the list may lack are tried too."""
+    words = english_words()
+    w = word.lower()
+    if w in words:
+        return True
+    for suffix, replacement in (
+        ("s", ""),
+        ("es", ""),
+        ("ed", ""),
+        ("ed", "e"),
+        ("ing", ""),
+        ("ing", "e"),
+        ("ly", ""),
+    ):
+        if w.endswith(suffix) and len(w) > len(suffix) + 2 and w[: -len(suffix)] + replacement in words:
+            return True
+    return False
