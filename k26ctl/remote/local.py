@@ -1,0 +1,110 @@
+"""LocalHost: this machine as a Host, with the same file, lock and sudo behaviour as SSHHost."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+
+from k26ctl.errors import RemoteCommandError
+from k26ctl.remote.shell import Process, ShellHost
+
+
+class _PopenProcess(Process):
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.proc = subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self._stderr = b""
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+
+    def _read_stderr(self) -> None:
+        stream = self.proc.stderr
+        assert stream is not None
+        for chunk in iter(lambda: stream.read(4096), b""):
+            self._stderr += chunk
+
+    def readline(self) -> str | None:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            return None
+        return line.rstrip(b"\n").decode("utf-8", "replace")
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            with suppress(OSError):
+                self.proc.stdin.close()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._reader.join(timeout=1)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        return rc
+
+    def stderr_text(self) -> str:
+        return self._stderr.decode("utf-8", "replace")
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+class LocalHost(ShellHost):
+    def __init__(
+        self, *, command_timeout: float = 120.0, sudo: bool | None = None, name: str = "local"
+    ) -> None:
+        self.name = name
+        self.default_timeout = command_timeout
+        self.sudo_preference = sudo
+
+    @property
+    def login_is_root(self) -> bool:
+        return os.geteuid() == 0
+
+    @property
+    def user(self) -> str:
+        return getpass.getuser()
+
+    def _exec(
+        self, argv: Sequence[str], *, stdin: bytes | None, timeout: float | None
+    ) -> tuple[int, bytes, bytes]:
+        try:
+            proc = subprocess.run(
+                list(argv),
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise RemoteCommandError(
+                f"{self.name}: `{' '.join(argv[:3])}` timed out after {timeout:g} s", returncode=124
+            ) from None
+        except FileNotFoundError as exc:
+            return 127, b"", f"{argv[0]}: not found ({exc.strerror})".encode()
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def _spawn(self, argv: Sequence[str]) -> Process:
+        return _PopenProcess(argv)
+
+    def forward(self, remote_host: str, remote_port: int) -> AbstractContextManager[tuple[str, int]]:
+        return _direct(remote_host, remote_port)
+
+
+@contextmanager
+def _direct(remote_host: str, remote_port: int) -> Iterator[tuple[str, int]]:
+    """Nothing to tunnel: the address as seen from this machine is the address to use."""
+    host = "127.0.0.1" if remote_host in ("localhost", "0.0.0.0", "") else remote_host
+    socket.getaddrinfo(host, remote_port)  # fail early on a name that does not resolve
+    yield host, remote_port
