@@ -1,0 +1,212 @@
+"""bisect-config end to end on the real lab host (nspawn + sshd + systemd) and the lab server.
+
+The unpatched budget-16 lab profile degenerates for every budget whose verify width (budget + 1)
+exceeds the block size 8: between 7 (good) and 16 (bad) the first bad budget is 8.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from k26ctl.resources import profiles_dir
+
+pytestmark = [pytest.mark.labhost, pytest.mark.lab]
+
+KEY = "spec.ddtree.budget"
+LAB = profiles_dir() / "lab"
+SUITE = Path(__file__).with_name("lab-bisect-suite.yaml")
+
+
+@pytest.fixture
+def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
+    """Bisect state in a temporary XDG state dir; the lab host's own state is linked in, so that
+    host.lab=NAME still resolves."""
+    real = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "k26ctl" / "lab"
+    state = tmp_path / "state"
+    (state / "k26ctl").mkdir(parents=True)
+    (state / "k26ctl" / "lab").symlink_to(real)
+    return {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
+
+
+def lab_sets(lab_host) -> list[str]:
+    return ["--set", f"host.lab={lab_host.name}", "--set", f"smoke.suite={SUITE}"]
+
+
+def k26ctl(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "k26ctl", *args], env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def budget_search(lab_host, *extra: str) -> list[str]:
+    return [
+        "bisect-config",
+        str(LAB / "ddtree-b16.yaml"),
+        *lab_sets(lab_host),
+        "--param",
+        KEY,
+        "--good",
+        "7",
+        "--bad",
+        "16",
+        "--yes",
+        "--json",
+        *extra,
+    ]
+
+
+def session_records(env: dict[str, str], session: str = "default") -> list[dict]:
+    path = Path(env["XDG_STATE_HOME"]) / "k26ctl" / "bisect" / f"{session}.log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def unit_sha_on_host(lab_host) -> str | None:
+    from k26ctl.profile import load_profile
+    from k26ctl.remote import connect
+    from k26ctl.render import unit_path
+
+    loaded = load_profile(LAB / "ddtree-b16.yaml", [f"host.lab={lab_host.name}"])
+    with connect(loaded.profile) as host:
+        return host.sha256(unit_path(loaded.profile), sudo=True)
+
+
+def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(lab_host, lab_env) -> None:
+    before = unit_sha_on_host(lab_host)
+    started = time.monotonic()
+    done = k26ctl(*budget_search(lab_host), env=lab_env)
+    wall = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert (doc["first_bad"], doc["last_good"]) == (8, 7)
+    assert doc["candidates"] == 10 and doc["max_restarts"] == 6  # 2 ends + ceil(log2 10)
+    assert doc["restarts"] <= 6 and len(doc["steps"]) <= 6
+    assert [s["value"] for s in doc["steps"][:2]] == [7, 16]
+    assert {s["verdict"] for s in doc["steps"]} == {"good", "bad"}
+    print(f"\nlab budget search: {doc['restarts']} restarts (bound 6, a sweep needs 10), {wall:.1f} s wall")
+
+    log = k26ctl("bisect-config", "log", env=lab_env)
+    assert log.stdout.count("k26-bisect-step") == len(doc["steps"])
+    assert "k26ctl deploy" in log.stdout and "--set spec.ddtree.budget=8" in log.stdout
+
+    reset = k26ctl("bisect-config", "reset", "--yes", env=lab_env)
+    assert reset.returncode == 0, reset.stderr[-2000:]
+    assert unit_sha_on_host(lab_host) == before
+
+
+def _watch(stream, lines: list[str]) -> threading.Thread:
+    def read() -> None:
+        for line in stream:
+            lines.append(line)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_killed_mid_step_resumes_with_the_same_answer(lab_host, lab_env, sig: signal.Signals) -> None:
+    args = budget_search(lab_host)
+    args[args.index("--good") : args.index("--bad") + 2] = ["--values", "7,8,12,16"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "k26ctl", *args],
+        env=lab_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    err: list[str] = []
+    reader = _watch(process.stderr, err)
+    deadline = time.monotonic() + 240
+    while not any(line.startswith("bisect: step 3 (") for line in err):
+        assert process.poll() is None, "".join(err)[-3000:]
+        assert time.monotonic() < deadline, "".join(err)[-3000:]
+        time.sleep(0.1)
+    time.sleep(1.5)  # inside step 3's deploy (restart and reload take several seconds)
+    process.send_signal(sig)
+    process.wait(timeout=120)
+    reader.join(timeout=10)
+    if sig == signal.SIGINT:
+        assert process.returncode == 130, "".join(err)[-3000:]
+        assert "--resume" in "".join(err)
+    else:
+        assert process.returncode == -signal.SIGKILL
+    finished_before = [r for r in session_records(lab_env) if r["event"] == "finish"]
+    assert len(finished_before) == 2  # both ends
+
+    resumed = k26ctl("bisect-config", "--resume", "--yes", "--json", env=lab_env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "was interrupted: redoing it" in resumed.stderr
+    doc = json.loads(resumed.stdout)
+    assert (doc["first_bad"], doc["last_good"]) == (8, 7)
+    records = session_records(lab_env)
+    finishes = [json.dumps(r["assignment"], sort_keys=True) for r in records if r["event"] == "finish"]
+    assert len(finishes) == len(set(finishes)), "a finished step was done twice"
+    assert finishes[:2] == [json.dumps(r["assignment"], sort_keys=True) for r in finished_before]
+    starts = [r["step"] for r in records if r["event"] == "start"]
+    assert starts.count(3) == 2 and starts.count(1) == starts.count(2) == 1
+    assert len(doc["steps"]) <= doc["max_restarts"] == 4
+    k26ctl("bisect-config", "reset", "--yes", env=lab_env)
+
+
+def test_set_mode_finds_the_budget_among_three_changed_keys(lab_host, lab_env, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        f"extends: {LAB / 'ddtree-b16.yaml'}\n"
+        "name: lab-changed-three\n"
+        "sglang:\n  context_length: 3072\n  served_model_name: k26lab-renamed\n"
+    )
+    started = time.monotonic()
+    done = k26ctl(
+        "bisect-config",
+        "--good-profile",
+        str(LAB / "ddtree-b7.yaml"),
+        "--bad-profile",
+        str(bad),
+        *lab_sets(lab_host),
+        "--yes",
+        "--json",
+        env=lab_env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert sorted(doc["changed_keys"]) == ["sglang.context_length", "sglang.served_model_name", KEY]
+    assert doc["culprit_keys"] == [KEY]
+    assert (doc["first_bad"], doc["last_good"]) == (8, 7)
+    print(f"\nlab set search: {doc['restarts']} restarts, {time.monotonic() - started:.1f} s wall")
+    k26ctl("bisect-config", "reset", "--yes", env=lab_env)
+
+
+LOAD_FAILS_AT_11 = """#!/bin/sh
+# bisect test: the lab server dies while loading when started with budget 11
+case " $* " in
+  *" --speculative-ddtree-budget 11 "*) export K26LAB_FAULT=exit-during-load ;;
+esac
+exec /opt/k26lab/venv/bin/python "$@"
+"""
+
+
+def test_a_value_whose_service_fails_to_load_is_skipped_and_the_search_converges(lab_host, lab_env) -> None:
+    from k26ctl.profile import load_profile
+    from k26ctl.remote import connect
+
+    wrapper = "/opt/k26lab/bisect-test-python"
+    loaded = load_profile(LAB / "ddtree-b16.yaml", [f"host.lab={lab_host.name}"])
+    with connect(loaded.profile) as host:
+        host.write_file_atomic(wrapper, LOAD_FAILS_AT_11.encode(), mode=0o755, sudo=True, backup=False)
+    done = k26ctl(*budget_search(lab_host, "--set", f"sglang.python={wrapper}"), env=lab_env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    verdicts = {s["value"]: s["verdict"] for s in doc["steps"]}
+    assert verdicts[11] == "skip"
+    assert (doc["first_bad"], doc["last_good"]) == (8, 7)
+    assert len(doc["steps"]) <= doc["max_restarts"] + 1  # one extra probe for the skipped value
+    k26ctl("bisect-config", "reset", "--yes", env=lab_env)
