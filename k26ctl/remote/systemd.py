@@ -171,7 +171,8 @@ class Systemd:
         priority: int | str | None = None,
         lines: int | None = None,
     ) -> list[JournalEntry]:
-        """The unit's journal entries after `cursor` (exclusive) or since a time, oldest first."""
+        """The unit's journal entries after `cursor` (exclusive) or since a time, oldest first;
+        `lines` keeps only the newest N of them."""
         extra: list[str] = []
         if cursor:
             extra += ["--cursor", cursor]
@@ -179,11 +180,13 @@ class Systemd:
             extra += ["--since", _since_arg(since)]
         if priority is not None:
             extra += ["-p", _priority_arg(priority)]
-        if lines is not None:
+        if lines is not None and not cursor and since is None:
             extra += ["-n", str(int(lines))]
         res = self.host.run(self._journal_argv(*extra), sudo=not self.user, check=True)
         entries = [e for e in map(parse_journal_line, res.stdout.splitlines()) if e is not None]
-        return [e for e in entries if e.cursor != cursor]
+        entries = [e for e in entries if e.cursor != cursor]
+        # with a starting point journalctl's -n counts from it; `lines` always means the newest N
+        return entries[-lines:] if lines else entries
 
     def follow(self, cursor: str | None = None) -> Iterator[JournalEntry]:
         """New entries as they are written (after `cursor` when given). Close the iterator to stop."""
