@@ -29,8 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "k26ctl" / "data" / "sglang_options.json"
 
-# Runs inside the throwaway venv; prints the table as JSON on stdout.
-EXTRACT = r"""
+# Permissive stand-ins for third-party modules that are not installed (SGLang imports them at module
+# level but building the parser never uses them). `STUBBED` lists the names being stubbed.
+STUBS = r"""
 import argparse, importlib.abc, importlib.machinery, importlib.util, json, sys, types
 
 class _StubMeta(type):
@@ -103,6 +104,12 @@ class _StubFinder(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, _StubFinder())
+"""
+
+# Runs inside the throwaway venv; prints the table as JSON on stdout.
+EXTRACT = (
+    STUBS
+    + r"""
 
 # Stub only what a hard import of SGLang's own code reports missing, one package at a time, so that
 # optional imports guarded by try/except still see the real ImportError.
@@ -129,6 +136,13 @@ try:
     algorithms = [m.name for m in SpeculativeAlgorithm]
 except Exception:
     algorithms = []
+def _choices(choices):
+    if choices is None or isinstance(choices, type):
+        return None
+    names = [str(c) for c in choices]
+    # A set has no stable order between runs: sort it so the committed table is reproducible.
+    return sorted(names) if isinstance(choices, (set, frozenset)) else names
+
 options = []
 for action in parser._actions:
     if not action.option_strings or isinstance(action, argparse._HelpAction):
@@ -140,7 +154,7 @@ for action in parser._actions:
         "dest": action.dest,
         "takes_value": action.nargs != 0,
         "nargs": action.nargs if action.nargs is None or isinstance(action.nargs, (int, str)) else None,
-        "choices": None if choices is None or isinstance(choices, type) else [str(c) for c in choices],
+        "choices": _choices(action.choices),
         "hidden": help_text == argparse.SUPPRESS,
         "help": "" if help_text == argparse.SUPPRESS else " ".join(help_text.split()),
     })
@@ -151,6 +165,7 @@ print(json.dumps({
     "options": options,
 }))
 """
+)
 
 # Small helpers SGLang calls while importing (their results are used, so a stub will not do).
 REAL_DEPENDENCIES = ["dill", "psutil", "tqdm", "pybase64", "pyzmq"]
@@ -205,18 +220,38 @@ def find_wheel(version: str, wheel: Path | None, cache: Path) -> Path:
     return sorted(cache.glob(f"sglang-{version}-*.whl"))[0]
 
 
+def create_parser_venv(wheel: Path, env_dir: Path, stub_modules: list[str] | None = None) -> Path:
+    """A venv (over the system site packages) with the release installed --no-deps; returns its python.
+
+    With `stub_modules`, a .pth hook stubs exactly those modules at start-up, so a plain
+    `from sglang.srt.server_args import ServerArgs` works there (tests use it as a stand-in host)."""
+    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"]
+    subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
+    deps = subprocess.run([*pip, *REAL_DEPENDENCIES], capture_output=True, text=True, check=False)
+    if deps.returncode != 0:
+        sys.stderr.write(deps.stderr)
+        print("warning: could not install the helper packages; trying with stubs", file=sys.stderr)
+    if stub_modules is not None:
+        site = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        hook = STUBS + f"\nSTUBBED.extend({sorted(stub_modules)!r})\n"
+        Path(site, "_k26ctl_sglang_stubs.py").write_text(hook, encoding="utf-8")
+        Path(site, "_k26ctl_sglang_stubs.pth").write_text("import _k26ctl_sglang_stubs\n", encoding="utf-8")
+    return python
+
+
 def extract(wheel: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="k26ctl-sglang-") as tmp:
-        env_dir = Path(tmp) / "venv"
-        venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
-        python = str(env_dir / "bin" / "python")
-        pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        subprocess.run([*pip, "--no-deps", str(wheel)], check=True)
-        deps = subprocess.run([*pip, "--no-deps", *REAL_DEPENDENCIES], capture_output=True, text=True)
-        if deps.returncode != 0:
-            sys.stderr.write(deps.stderr)
-            print("warning: could not install the helper packages; trying with stubs", file=sys.stderr)
-        result = subprocess.run([python, "-c", EXTRACT], capture_output=True, text=True, check=False, cwd=tmp)
+        python = create_parser_venv(wheel, Path(tmp) / "venv")
+        result = subprocess.run(
+            [str(python), "-c", EXTRACT], capture_output=True, text=True, check=False, cwd=tmp
+        )
         if result.returncode != 0:
             sys.stderr.write(result.stderr)
             raise SystemExit(f"building SGLang's parser failed (exit {result.returncode})")
