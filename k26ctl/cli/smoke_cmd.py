@@ -98,8 +98,8 @@ def _run(
     console = stderr_console()
 
     def progress(result: Any) -> None:
-        if not quiet:
-            console.print(f"  {result.name}: {result.verdict}", highlight=False)
+        if not quiet:  # plain and flushed: a watcher sees each answer as it arrives
+            print(f"  {result.name}: {result.verdict}", file=sys.stderr, flush=True)
 
     settings: dict[str, Any] = {
         "concurrency": concurrency,

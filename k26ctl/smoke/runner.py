@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,7 +223,7 @@ def _run_jobs(
         }
         pending = set(futures)
         while pending:
-            finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 exc = future.exception()
                 if isinstance(exc, UnreachableError):
@@ -311,8 +311,15 @@ def run_smoke(
             model = names[0]
         info_before = client.server_info()
         collapse = options.accept_collapse or collapse_threshold(info_before)
-        pairs = _run_jobs(client, _plan(suite, determinism), suite, model, options, concurrency, collapse)
-        info_after = client.server_info()
+        jobs = _plan(suite, determinism)
+        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, collapse)
+        try:
+            info_after = client.server_info()
+        except UnreachableError as exc:
+            raise UnreachableError(
+                f"server stopped answering after the suite's {len(jobs)} answers: {exc.message}",
+                exc.hint,
+            ) from None
     _determinism_findings(pairs)
     keys = [(p.id, t) for p in suite.prompts for t in suite.temperatures_for(p)]
     order = {key: i for i, key in enumerate(keys)}
