@@ -219,6 +219,7 @@ class Bench:
     profile: str
     base_overrides: list[str]
     unit: str
+    unit_dir: str
     port: int
     ready_pattern: str
     workdir: Path
@@ -227,7 +228,8 @@ class Bench:
 
     # k26ctl --------------------------------------------------------------------------------------
     def k26ctl(self, extra: Sequence[str], *args: str) -> Timed:
-        argv = [sys.executable, "-m", "k26ctl", "deploy", self.profile, "--yes"]
+        # No smoke: the other tools do not run one either (k26ctl's own is benchmarked on its own).
+        argv = [sys.executable, "-m", "k26ctl", "deploy", self.profile, "--yes", "--no-smoke", "--json"]
         for item in [*self.base_overrides, *extra]:
             argv += ["--set", item]
         return timed_run([*argv, *args], env={**os.environ, "NO_COLOR": "1", **self.k26ctl_env})
@@ -277,6 +279,10 @@ class Bench:
                     str(inventory),
                     str(PLAYBOOK),
                     "-e",
+                    f"unit_name={self.unit}",
+                    "-e",
+                    f"unit_dir={self.unit_dir}",
+                    "-e",
                     f"k26_unit_template={template}",
                     "-e",
                     f"k26_port={self.port}",
@@ -302,6 +308,7 @@ class Bench:
                 str(unit),
                 str(interval),
                 str(self.port),
+                f"{self.unit_dir}/{self.unit}",
             ]
         )
 
@@ -310,7 +317,7 @@ class Bench:
         return RunTiming(run.seconds, load, detect, run.returncode)
 
     def host_unit_sha(self) -> str:
-        return self.shell.run(f"sha256sum /etc/systemd/system/{self.unit}").split()[0]
+        return self.shell.run(f"sha256sum {self.unit_dir}/{self.unit}").split()[0]
 
 
 def ensure_ansible(venv: Path) -> tuple[Path | None, str]:
@@ -355,6 +362,7 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     companions: dict[str, str] = field(default_factory=dict)
+    steps: dict[str, Series] = field(default_factory=dict)  # k26ctl's steps in changed deploys
     machine: dict[str, str] = field(default_factory=dict)
     command: str = ""
 
@@ -362,6 +370,9 @@ class Report:
         series = Series()
         self.rows.append(Row(what, tool, series, unit, note))
         return series
+
+    def step(self, name: str) -> Series:
+        return self.steps.setdefault(name, Series())
 
     def find(self, what: str, tool: str) -> Series | None:
         return next((r.series for r in self.rows if r.what == what and r.tool == tool), None)
@@ -406,6 +417,7 @@ def bench_deploys(
         run = bench.k26ctl(change)
         _ensure_ok(run, "k26ctl deploy")
         record(bench.timing(run), k_over, k_det, k_wall)
+        record_steps(report, run)
         run = bench.k26ctl(change)
         _ensure_ok(run, "k26ctl deploy (no change)")
         k_same.add(run.seconds)
@@ -435,6 +447,19 @@ def bench_deploys(
             run = bench.curl_loop([f"service.environment.K26BENCH_ROUND={counter()}"], 15)
             _ensure_ok(run, "curl loop (15 s)")
             record(bench.timing(run), c15_over, c15_det)
+
+
+def record_steps(report: Report, run: Timed) -> None:
+    """Where k26ctl's own time goes, from its --json step list (process start-up = wall - in-process)."""
+    try:
+        document = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return
+    for step in document.get("steps", []):
+        report.step(step["name"]).add(float(step["seconds"]))
+    inside = float(document.get("wall_seconds") or 0)
+    if inside:
+        report.step("(process start-up and exit)").add(run.seconds - inside)
 
 
 def bench_failure_report(bench: Bench, report: Report, rounds: int, counter: Callable[[], int]) -> None:
@@ -468,7 +493,7 @@ def failure_time(bench: Bench, run: Timed, fault: str) -> float | None:
     exit_us = int(props.get("ExecMainExitTimestampMonotonic") or 0)
     if fault == "exit-during-load":
         return exit_us / 1e6 if exit_us >= int(run.started * 1e6) else None
-    fatal = re.compile(r"Traceback|Error|crash|died|exited", re.IGNORECASE)
+    fatal = re.compile(r"Traceback \(most recent call last\)")
     for mono, message in bench.shell.journal_after(bench.unit, max(start_us, int(run.started * 1e6))):
         if fatal.search(message):
             return mono / 1e6
@@ -551,6 +576,15 @@ def to_markdown(report: Report) -> str:
         lines.append(
             f"| {row.what} | {row.tool} | {row.series.cell()}{unit} | {len(row.series.values)} | {rel} |"
         )
+    if report.steps:
+        lines += [
+            "",
+            "Where a changed `k26ctl deploy` spends its time (from its `--json` steps):",
+            "",
+            "| step | median (min-max) |",
+            "| --- | --- |",
+        ]
+        lines += [f"| {name} | {series.cell()} s |" for name, series in report.steps.items()]
     if report.notes:
         lines += ["", "Notes:"] + [f"- {n}" for n in dict.fromkeys(report.notes)]
     for name, body in report.companions.items():
@@ -619,6 +653,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile=args.profile,
             base_overrides=base,
             unit=unit_name(profile),
+            unit_dir=profile.service.unit_dir,
             port=profile.sglang.port,
             ready_pattern=args.ready_pattern,
             workdir=Path(tmp),

@@ -118,7 +118,7 @@ class HostCtl:
     def leftovers_in(self, directory: str) -> list[str]:
         """Files in a directory that look like an interrupted atomic write (temp names)."""
         names = self.console(f"ls -A {shlex.quote(directory)} 2>/dev/null || true").split()
-        return [n for n in names if re.search(r"(\.tmp|\.k26tmp|\.part|~$|\.new$)", n) and ".bak" not in n]
+        return [n for n in names if re.search(r"(k26ctl-tmp|\.tmp|\.part|~$|\.new$)", n)]
 
     def main_pid(self) -> int:
         return int(self.show("MainPID")["MainPID"])
