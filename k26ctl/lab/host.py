@@ -364,7 +364,8 @@ def _prepare_state_dir(sdir: Path, name: str, address: str) -> tuple[Path, Path]
     _keygen(ssh / "ssh_host_ed25519_key", f"k26lab-{name}-host")
     key = client / "id_ed25519"
     _keygen(key, f"k26lab-{name}-client")
-    _write(ssh / "authorized_keys", (client / "id_ed25519.pub").read_text(), 0o600)
+    # readable by every account: sshd reads it as the user logging in
+    _write(ssh / "authorized_keys", (client / "id_ed25519.pub").read_text(), 0o644)
     _write(ssh / "sshd_config", _sshd_config(address))
     host_pub = (ssh / "ssh_host_ed25519_key.pub").read_text().split()
     known_hosts = client / "known_hosts"

@@ -34,6 +34,9 @@ set -eu
 path=$1 tmp=$2 want=$3 backup=$4 mode=$5
 trap 'rm -f -- "$tmp"' EXIT
 trap 'exit 143' HUP INT TERM
+# a client that died leaves closed pipes: report by exit status, not by dying of SIGPIPE (which
+# would skip the cleanup above)
+trap '' PIPE
 umask 077
 cat > "$tmp"
 got=$(sha256sum -- "$tmp" | cut -d' ' -f1)
