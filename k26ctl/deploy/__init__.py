@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from k26ctl.deploy.model import DeployEvent, DeployOptions, DeployResult, StepResult
     from k26ctl.deploy.pipeline import deploy
-    from k26ctl.deploy.rollback import rollback
+    from k26ctl.deploy.restore import rollback
 
 _EXPORTS = {
     "DeployEvent": "model",
@@ -21,7 +21,7 @@ _EXPORTS = {
     "DeployResult": "model",
     "StepResult": "model",
     "deploy": "pipeline",
-    "rollback": "rollback",
+    "rollback": "restore",
 }
 
 __all__ = ["DeployEvent", "DeployOptions", "DeployResult", "StepResult", "deploy", "rollback"]

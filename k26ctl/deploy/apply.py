@@ -8,6 +8,7 @@ from typing import Any
 
 from k26ctl.deploy.plan import PatchChange
 from k26ctl.deploy.readiness import UnitState
+from k26ctl.errors import RemoteCommandError
 from k26ctl.health import read_unit_state
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host, WriteResult
@@ -50,9 +51,14 @@ class Restarted:
 
 
 def restart_service(host: Host, systemd: Any, unit: str, before: UnitState) -> Restarted:
-    if before.active_state == "failed" or before.sub_state == "auto-restart":
-        # A unit that hit its start limit refuses a plain restart.
-        host.run(["systemctl", "reset-failed", unit], sudo=True)
     cursor = systemd.cursor_now()
-    systemd.restart()
+    try:
+        systemd.restart()
+    except RemoteCommandError as exc:
+        # Deliberate restarts count against StartLimitBurst like crashes do; a deploy is not a crash
+        # loop, so clear the counter (and a failed state) and try once more.
+        if "too often" not in exc.message and "start-limit" not in exc.stderr:
+            raise
+        systemd.reset_failed()
+        systemd.restart()
     return Restarted(cursor, read_unit_state(systemd), before.running)

@@ -400,7 +400,7 @@ def _patches_after(before: list[str], plan: Plan) -> list[str]:
 
 
 def _rollback_after_failure(ctx: Context, before: Snapshot) -> None:
-    from k26ctl.deploy.rollback import restore_snapshot
+    from k26ctl.deploy.restore import restore_snapshot
 
     ctx.log.emit("warning", "rolling back to the state before this deploy (--rollback-on-failure)")
     plan, facts = ctx.result.plan, ctx.facts

@@ -12,6 +12,18 @@ from typing import Any, TextIO
 from k26ctl.deploy.model import DeployEvent, DeployResult
 from k26ctl.deploy.plan import Plan
 
+# Steps that change the host: their start is announced, so an operator (or a test) sees where an
+# interrupt would land.
+_CHANGING_STEPS = (
+    "patches",
+    "unit",
+    "daemon-reload",
+    "enable",
+    "restart",
+    "rollback-patches",
+    "rollback-unit",
+    "rollback-restart",
+)
 _STATUS_MARK = {"ok": "ok", "changed": "changed", "failed": "FAILED", "skipped": "skipped"}
 
 
@@ -32,7 +44,9 @@ class PlainPresenter:
 
     def __call__(self, event: DeployEvent) -> None:
         data = event.data
-        if event.kind == "step":
+        if event.kind == "phase" and data.get("name") in _CHANGING_STEPS:
+            self._print(f"-> {event.message}")
+        elif event.kind == "step":
             detail = f" - {data.get('detail')}" if data.get("detail") else ""
             status = _STATUS_MARK.get(str(data.get("status")), str(data.get("status")))
             self._print(f"[{status}] {data.get('name')}{detail}")

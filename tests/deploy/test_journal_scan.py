@@ -81,22 +81,29 @@ def test_sglang_failure_patterns_are_fatal() -> None:
     assert fatal_pattern(SCHEDULER_CRASH[0]) == "subprocess-exception"
     assert fatal_pattern(SCHEDULER_CRASH[-1]) == "sigquit-from-child"
     assert fatal_pattern("[2026-11-29 10:03:05] Exit code: -9") == "exit-code"
-    assert fatal_pattern(
-        "RuntimeError: Rank 2 scheduler died during initialization (exit code: -9). If exit code is -9 "
-        "(SIGKILL), a common cause is the OS OOM killer."
-    ) == "scheduler-died"
-    assert fatal_pattern(
-        "[2026-11-29 10:03:05] Subprocess detokenizer (pid=4242) crashed with exit code 1. "
-        "Triggering SIGQUIT for cleanup..."
-    ) == "subprocess-crashed"
+    assert (
+        fatal_pattern(
+            "RuntimeError: Rank 2 scheduler died during initialization (exit code: -9). If exit code is -9 "
+            "(SIGKILL), a common cause is the OS OOM killer."
+        )
+        == "scheduler-died"
+    )
+    assert (
+        fatal_pattern(
+            "[2026-11-29 10:03:05] Subprocess detokenizer (pid=4242) crashed with exit code 1. "
+            "Triggering SIGQUIT for cleanup..."
+        )
+        == "subprocess-crashed"
+    )
 
 
 def test_benign_lines_are_not_fatal() -> None:
     benign = [
-        "[2026-11-29 10:00:00 TP0] Decode batch, #running-req: 1, #token: 512, token usage: 0.01, accept len: "
-        "3.42, accept rate: 0.35, cuda graph: True, gen throughput (token/s): 41.20, #queue-req: 0",
+        "[2026-11-29 10:00:00 TP0] Decode batch, #running-req: 1, #token: 512, token usage: 0.01, "
+        "accept len: 3.42, accept rate: 0.35, cuda graph: True, gen throughput (token/s): 41.20, "
+        "#queue-req: 0",
         "Exit code: 0",
-        "[2026-11-29 10:00:00] INFO: 127.0.0.1:51234 - \"GET /health HTTP/1.1\" 503 Service Unavailable",
+        '[2026-11-29 10:00:00] INFO: 127.0.0.1:51234 - "GET /health HTTP/1.1" 503 Service Unavailable',
         *WARNING_WITH_STACK,
     ]
     for line in benign:
@@ -107,7 +114,9 @@ def test_systemd_lines() -> None:
     exited = classify("sglang.service: Main process exited, code=exited, status=1/FAILURE")
     assert exited.signal is Signal.PROCESS_EXIT and "status=1/FAILURE" in exited.detail
     assert classify("sglang.service: Failed with result 'exit-code'.").signal is Signal.UNIT_FAILED
-    assert classify("sglang.service: Scheduled restart job, restart counter is at 2.").signal is Signal.RESTART
+    assert (
+        classify("sglang.service: Scheduled restart job, restart counter is at 2.").signal is Signal.RESTART
+    )
     assert classify("Started sglang.service - SGLang serving Kimi K2.6.").signal is Signal.STARTED
 
 
@@ -164,7 +173,9 @@ def test_evidence_falls_back_to_the_last_lines_before_the_exit() -> None:
     scanner = JournalScanner()
     for i in range(20):
         scanner.feed(f"line {i}")
-    scanner.feed("[2026-11-30 08:53:47] Error: cannot listen on 127.0.0.1:30000: [Errno 98] Address already in use")
+    scanner.feed(
+        "[2026-11-30 08:53:47] Error: cannot listen on 127.0.0.1:30000: [Errno 98] Address already in use"
+    )
     scanner.feed("k26lab-sglang.service: Main process exited, code=exited, status=1/FAILURE")
     evidence = scanner.evidence()
     assert evidence[-2].endswith("Address already in use")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from k26ctl.deploy.readiness import OutcomeKind, ProbeResult, ReadinessMachine, UnitState
 
 RUNNING = UnitState("active", "running", n_restarts=0, main_pid=4242)
@@ -35,14 +37,16 @@ def test_polls_every_second_first_then_backs_off_to_at_most_five() -> None:
         now = nxt
     assert gaps[:10] == [1.0] * 10
     assert max(gaps) == 5.0
-    assert all(a <= b for a, b in zip(gaps, gaps[1:]))
+    assert all(a <= b for a, b in itertools.pairwise(gaps))
 
 
 def test_ready_line_triggers_an_immediate_probe() -> None:
     m = machine()
     for t in (101.0, 102.0, 103.0):
         m.on_probe(NOT_YET, t)
-    m.on_journal("[2026-11-29 10:07:41] The server is fired up and ready to roll!", 103.2, timestamp_us=9_000_000)
+    m.on_journal(
+        "[2026-11-29 10:07:41] The server is fired up and ready to roll!", 103.2, timestamp_us=9_000_000
+    )
     assert m.probe_due(103.2)
     assert m.ready_line_seen
 
@@ -118,7 +122,9 @@ def test_warning_with_stack_trace_is_not_fatal() -> None:
 
 def test_scheduler_failure_waits_briefly_for_its_traceback_then_fails() -> None:
     m = machine()
-    assert m.on_journal("[x TP0] Scheduler hit an exception: Traceback (most recent call last):", 200.0) is None
+    assert (
+        m.on_journal("[x TP0] Scheduler hit an exception: Traceback (most recent call last):", 200.0) is None
+    )
     assert not m.probe_due(300.0)  # no probing once a fatal line was seen
     assert m.on_journal('  File "scheduler.py", line 1, in run', 200.1) is None
     out = m.on_journal("RuntimeError: CUDA error: an illegal memory access was encountered", 200.2)
