@@ -7,7 +7,7 @@ import sys
 import typer
 
 
-def register_demo(lab_app: typer.Typer) -> None:
+def register(lab_app: typer.Typer) -> None:
     @lab_app.command("demo")
     def demo_command(
         name: str = typer.Option("k26lab", "--name", help="Lab host name."),
