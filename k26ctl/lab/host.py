@@ -518,7 +518,8 @@ def lab_down(name: str = "k26lab", *, timeout: float = 6.0) -> bool:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    netns.delete(name)
+    # whatever is still in the namespace now is an orphan of a crashed or killed nspawn
+    netns.delete(name, timeout=2.0)
     propagate = _propagate_dir(name)
     if propagate.is_dir():
         shutil.rmtree(propagate, ignore_errors=True)  # nspawn leaves it when /run is not a tmpfs
