@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from patch_support import DirHost, ReleaseSources
+from patch_support import RecordingHost, ReleaseSources
 
 
 @pytest.fixture
-def host() -> DirHost:
-    return DirHost()
+def host() -> RecordingHost:
+    return RecordingHost()
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from patch_support import DirHost, make_profile
+from patch_support import RecordingHost, make_profile
 
 from k26ctl.errors import PatchError
 from k26ctl.patches import (
@@ -67,7 +67,7 @@ def _profile(root: Path | None, patches: Sequence[str] = ("widen",), **kw: objec
 
 
 def test_find_package_root_through_the_unit_environment(
-    tree: Path, host: DirHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tree: Path, host: RecordingHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decoy = tmp_path / "cwd" / "sglang"
     decoy.mkdir(parents=True)
@@ -88,7 +88,7 @@ def test_find_package_root_through_the_unit_environment(
     assert find_package_root(host, override) == "/x/sglang"
 
 
-def test_locating_fails_clearly(host: DirHost, tmp_path: Path) -> None:
+def test_locating_fails_clearly(host: RecordingHost, tmp_path: Path) -> None:
     empty = Profile.model_validate(
         {"sglang": {"python": sys.executable}, "service": {"environment": {"PYTHONPATH": str(tmp_path)}}}
     )
@@ -100,7 +100,7 @@ def test_locating_fails_clearly(host: DirHost, tmp_path: Path) -> None:
         find_package_root(host, missing)
 
 
-def test_plan_apply_and_converge_back(tree: Path, catalog: Path, host: DirHost) -> None:
+def test_plan_apply_and_converge_back(tree: Path, catalog: Path, host: RecordingHost) -> None:
     target = tree / "srt" / "backend.py"
     listed = _profile(tree)
     [action] = plan_patches(host, listed, patches_dir=catalog)
@@ -120,14 +120,16 @@ def test_plan_apply_and_converge_back(tree: Path, catalog: Path, host: DirHost) 
     assert plan_patches(host, unlisted, patches_dir=catalog) == []
 
 
-def test_a_result_that_does_not_compile_is_never_written(tree: Path, catalog: Path, host: DirHost) -> None:
+def test_a_result_that_does_not_compile_is_never_written(
+    tree: Path, catalog: Path, host: RecordingHost
+) -> None:
     target = tree / "srt" / "backend.py"
     with pytest.raises(PatchError, match="does not compile"):
         apply_patches(host, _profile(tree, ["broken"]), patches_dir=catalog)
     assert target.read_text() == SOURCE and host.writes == []
 
 
-def test_refusal_anywhere_in_the_set_writes_nothing(tree: Path, catalog: Path, host: DirHost) -> None:
+def test_refusal_anywhere_in_the_set_writes_nothing(tree: Path, catalog: Path, host: RecordingHost) -> None:
     (catalog / "other.yaml").write_text(
         GOOD.replace("name: widen", "name: other").replace("args.width", "args.gone")
     )
@@ -140,7 +142,7 @@ def test_refusal_anywhere_in_the_set_writes_nothing(tree: Path, catalog: Path, h
     assert states == {"widen": "pending", "other": "refused"}
 
 
-class RacingHost(DirHost):
+class RacingHost(RecordingHost):
     """Another operator edits the target between our read and our write."""
 
     def __init__(self, target: Path) -> None:
@@ -164,7 +166,7 @@ def test_a_target_changed_while_patching_is_left_alone(tree: Path, catalog: Path
     assert str(target) not in host.writes
 
 
-def test_failed_byte_compile_restores_the_original(tree: Path, catalog: Path, host: DirHost) -> None:
+def test_failed_byte_compile_restores_the_original(tree: Path, catalog: Path, host: RecordingHost) -> None:
     """py_compile cannot write its .pyc when __pycache__ is a plain file: a real on-host failure."""
     target = tree / "srt" / "backend.py"
     (tree / "srt" / "__pycache__").write_text("not a directory")
@@ -174,7 +176,7 @@ def test_failed_byte_compile_restores_the_original(tree: Path, catalog: Path, ho
     assert hashlib.sha256(target.read_bytes()).hexdigest() == hashlib.sha256(SOURCE.encode()).hexdigest()
 
 
-def test_missing_target_is_refused(tree: Path, catalog: Path, host: DirHost) -> None:
+def test_missing_target_is_refused(tree: Path, catalog: Path, host: RecordingHost) -> None:
     (tree / "srt" / "backend.py").unlink()
     [state] = patch_status(host, _profile(tree), patches_dir=catalog)
     assert state.state == "refused" and "does not exist" in state.message
@@ -184,7 +186,7 @@ def test_missing_target_is_refused(tree: Path, catalog: Path, host: DirHost) -> 
 
 
 def test_plan_without_listed_patches_tolerates_a_missing_tree(
-    catalog: Path, host: DirHost, tmp_path: Path
+    catalog: Path, host: RecordingHost, tmp_path: Path
 ) -> None:
     nowhere = Profile.model_validate(
         {"sglang": {"python": sys.executable}, "service": {"environment": {"PYTHONPATH": str(tmp_path)}}}

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from patch_support import PATCH, TARGET, DirHost, make_profile
+from patch_support import PATCH, TARGET, RecordingHost, make_profile
 
 from k26ctl.patches import apply_patches, patch_status, revert_patches
 from k26ctl.resources import project_root
@@ -87,7 +87,7 @@ def test_apply_and_revert_on_the_lab_tree(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
     target = root / TARGET
     original = target.read_bytes()
-    host = DirHost()
+    host = RecordingHost()
     profile = make_profile(root)
     assert [s.state for s in patch_status(host, profile)] == ["pending"]
     [applied] = apply_patches(host, profile)
@@ -107,7 +107,7 @@ def test_patched_lab_backend_uses_budget_plus_one_rows_on_the_target_only(tmp_pa
     assert before["target_ddtree"]["num_draft_tokens"] == 8
     assert before["target_ddtree"]["qo_indptr"] == [0, 8, 16]
 
-    apply_patches(DirHost(), make_profile(root, [PATCH]))
+    apply_patches(RecordingHost(), make_profile(root, [PATCH]))
     after = _probe(root.parent)
     target = after["target_ddtree"]
     assert target["num_draft_tokens"] == 17 and target["max_extend_len"] == 17

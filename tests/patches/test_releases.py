@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from patch_support import PATCH, TARGET, DirHost, ReleaseSources, make_profile
+from patch_support import PATCH, TARGET, RecordingHost, ReleaseSources, make_profile
 
 from k26ctl.errors import PatchError
 from k26ctl.patches import apply_patches, load_patches, patch_status, plan_patches, revert_patches
@@ -30,7 +30,7 @@ def _sha(path: Path) -> str:
 
 @pytest.mark.parametrize("version", PATCHED_RELEASES)
 def test_apply_reapply_revert_on_release(
-    version: str, releases: ReleaseSources, host: DirHost, tmp_path: Path
+    version: str, releases: ReleaseSources, host: RecordingHost, tmp_path: Path
 ) -> None:
     root = releases.copy(version, tmp_path)
     target = root / TARGET
@@ -70,7 +70,7 @@ def test_apply_reapply_revert_on_release(
 
 @pytest.mark.parametrize("version", PATCHED_RELEASES)
 def test_revert_without_backup_inverts_byte_for_byte(
-    version: str, releases: ReleaseSources, host: DirHost, tmp_path: Path
+    version: str, releases: ReleaseSources, host: RecordingHost, tmp_path: Path
 ) -> None:
     root = releases.copy(version, tmp_path)
     target = root / TARGET
@@ -84,7 +84,7 @@ def test_revert_without_backup_inverts_byte_for_byte(
     assert target.read_bytes() == original
 
 
-def test_stale_backup_is_not_trusted(releases: ReleaseSources, host: DirHost, tmp_path: Path) -> None:
+def test_stale_backup_is_not_trusted(releases: ReleaseSources, host: RecordingHost, tmp_path: Path) -> None:
     """A backup whose checksum does not match its record is ignored: the edits are inverted."""
     root = releases.copy("0.5.15", tmp_path)
     target = root / TARGET
@@ -99,7 +99,7 @@ def test_stale_backup_is_not_trusted(releases: ReleaseSources, host: DirHost, tm
 
 
 def test_refuses_a_changed_anchor_and_writes_nothing(
-    releases: ReleaseSources, host: DirHost, tmp_path: Path
+    releases: ReleaseSources, host: RecordingHost, tmp_path: Path
 ) -> None:
     root = releases.copy("0.5.15", tmp_path)
     target = root / TARGET
@@ -121,7 +121,7 @@ def test_refuses_a_changed_anchor_and_writes_nothing(
     assert not Path(str(target) + BACKUP_SUFFIX.format(name=PATCH)).exists()
 
 
-def test_refuses_a_wrong_match_count(releases: ReleaseSources, host: DirHost, tmp_path: Path) -> None:
+def test_refuses_a_wrong_match_count(releases: ReleaseSources, host: RecordingHost, tmp_path: Path) -> None:
     root = releases.copy("0.5.16", tmp_path)
     target = root / TARGET
     lines = target.read_text().splitlines(keepends=True)
@@ -134,7 +134,9 @@ def test_refuses_a_wrong_match_count(releases: ReleaseSources, host: DirHost, tm
     assert _sha(target) == before and host.writes == []
 
 
-def test_a_prefix_is_not_a_whole_line_match(releases: ReleaseSources, host: DirHost, tmp_path: Path) -> None:
+def test_a_prefix_is_not_a_whole_line_match(
+    releases: ReleaseSources, host: RecordingHost, tmp_path: Path
+) -> None:
     """The init line followed by more text on the same line is a different line: refused."""
     root = releases.copy("0.5.14", tmp_path)
     target = root / TARGET
@@ -145,7 +147,7 @@ def test_a_prefix_is_not_a_whole_line_match(releases: ReleaseSources, host: DirH
 
 @pytest.mark.parametrize("version", FIXED_RELEASES)
 def test_not_needed_on_fixed_releases(
-    version: str, releases: ReleaseSources, host: DirHost, tmp_path: Path
+    version: str, releases: ReleaseSources, host: RecordingHost, tmp_path: Path
 ) -> None:
     root = releases.copy(version, tmp_path)
     target = root / TARGET
