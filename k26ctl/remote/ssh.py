@@ -8,6 +8,7 @@ known_hosts; an unknown key is refused unless accept-new was asked for, a change
 from __future__ import annotations
 
 import getpass
+import logging
 import os
 import select
 import shlex
@@ -23,6 +24,10 @@ import paramiko
 
 from k26ctl.errors import HostKeyError, RemoteCommandError, UnreachableError
 from k26ctl.remote.shell import Process, ShellHost
+
+# paramiko logs every refused forward ("Secsh channel N open FAILED") at ERROR; readiness probes of a
+# server that is still loading are refused by design. Without an application logging setup, say nothing.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -429,6 +434,8 @@ class SSHHost(ShellHost):
             yield listener.getsockname()[:2]
         finally:
             stop.set()
+            with suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept loop now, not at its next poll
             thread.join(timeout=2)
             listener.close()
 
