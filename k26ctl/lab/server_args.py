@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from k26ctl.errors import ConfigError
-from k26ctl.lab.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR
+from k26ctl.lab.paths import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR
 
 ALGORITHMS = ("NONE", "DFLASH", "DDTREE")
 

@@ -10,10 +10,10 @@ import torch
 
 from k26ctl.errors import ConfigError
 from k26ctl.lab.model import ModelConfig, TinyDecoder
+from k26ctl.lab.paths import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, WEIGHTS_ROOT
 
-WEIGHTS_ROOT = Path(__file__).resolve().parent / "weights"
-DEFAULT_MODEL_DIR = WEIGHTS_ROOT / "k26lab-tiny"
-DEFAULT_DRAFT_DIR = WEIGHTS_ROOT / "k26lab-tiny-dflash"
+__all__ = ["DEFAULT_DRAFT_DIR", "DEFAULT_MODEL_DIR", "WEIGHTS_ROOT", "load_model", "save_model"]
+
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.pt"
 CHECKSUM_FILE = "SHA256SUMS"

@@ -1,0 +1,120 @@
+"""Fault switches of the lab server (K26LAB_FAULT, K26LAB_LOAD_SECONDS) and load failures, seen from
+outside: exit codes, HTTP status codes and log lines, on live processes."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import LiveServer, start_server
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveServer]]:
+    tmp = tmp_path_factory.mktemp("faults")
+    launched = {
+        "exit": start_server(tmp, [], env={"K26LAB_FAULT": "exit-during-load"}, wait_ready=False),
+        "missing": start_server(tmp, ["--model-path", str(tmp / "no-such-model")], wait_ready=False),
+        "crash": start_server(
+            tmp, [], env={"K26LAB_FAULT": "scheduler-crash", "K26LAB_HEALTH_TIMEOUT": "1"}, wait_ready=False
+        ),
+        "slow_hang": start_server(
+            tmp, [], env={"K26LAB_FAULT": "hang", "K26LAB_LOAD_SECONDS": "4"}, wait_ready=False
+        ),
+        "malformed": start_server(tmp, [], env={"K26LAB_FAULT": "malformed"}, wait_ready=False),
+    }
+    try:
+        yield launched
+    finally:
+        for server in launched.values():
+            server.stop()
+
+
+def _exit_code(server: LiveServer, timeout: float = 90) -> int:
+    return server.proc.wait(timeout)
+
+
+def test_exit_during_load(faulty: dict[str, LiveServer]) -> None:
+    server = faulty["exit"]
+    assert _exit_code(server) == 1
+    log = server.log()
+    assert "Load weight begin." in log and "Traceback (most recent call last)" in log
+    assert "Load weight end." not in log and "fired up" not in log
+
+
+def test_missing_model_path_fails_at_load(faulty: dict[str, LiveServer]) -> None:
+    server = faulty["missing"]
+    assert _exit_code(server) == 1
+    log = server.log()
+    assert "no-such-model" in log and "does not exist" in log
+    assert "fired up" not in log
+
+
+def test_loading_is_stretched_with_progress_and_health_503(faulty: dict[str, LiveServer]) -> None:
+    server = faulty["slow_hang"]
+    seen_503 = False
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and "fired up" not in server.log():
+        try:
+            if httpx.get(server.url + "/health", timeout=5).status_code == 503:
+                seen_503 = True
+        except httpx.TransportError:
+            pass  # not listening yet (still importing torch)
+        time.sleep(0.2)
+    server.wait_ready()
+    assert seen_503, "health must answer 503 while loading"
+    log = server.log()
+    progress = re.findall(r"Loading safetensors checkpoint shards: +(\d+)% Completed \| (\d+)/(\d+)", log)
+    assert len(progress) >= 16 and progress[-1][0] == "100"
+    elapsed = float(re.search(r"Load weight end\. elapsed=([\d.]+) s", log).group(1))  # type: ignore[union-attr]
+    assert elapsed >= 4.0
+
+
+def test_hanging_generation_while_health_is_fine(faulty: dict[str, LiveServer]) -> None:
+    server = faulty["slow_hang"].wait_ready()
+    assert httpx.get(server.url + "/health", timeout=30).status_code == 200
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server.url + "/v1/completions", json={"prompt": "The", "max_tokens": 4}, timeout=2)
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server.url + "/generate", json={"text": "The"}, timeout=2)
+
+
+def test_scheduler_crash_keeps_http_up(faulty: dict[str, LiveServer]) -> None:
+    server = faulty["crash"].wait_ready()
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(
+            server.url + "/generate",
+            json={"text": "The", "sampling_params": {"max_new_tokens": 4}},
+            timeout=3,
+        )
+    assert server.wait_for("Scheduler hit an exception: Traceback (most recent call last)", 10)
+    assert server.proc.poll() is None, "the HTTP process stays up"
+    assert httpx.get(server.url + "/v1/models", timeout=10).status_code == 200
+    assert httpx.get(server.url + "/health", timeout=30).status_code == 503
+
+
+def test_malformed_responses(faulty: dict[str, LiveServer]) -> None:
+    server = faulty["malformed"].wait_ready()
+    assert httpx.get(server.url + "/health", timeout=30).status_code == 200
+    response = httpx.post(
+        server.url + "/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8},
+        timeout=30,
+    )
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(response.text)
+
+
+def test_sigterm_stops_cleanly(tmp_path: Path) -> None:
+    server = start_server(tmp_path, ["--skip-server-warmup"])
+    assert server.stop() == 0
+    assert "Received shutdown signal" in server.log()
