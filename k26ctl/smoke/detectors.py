@@ -7,6 +7,7 @@ thresholds chosen by the prompt's kind and decides whether the text is degenerat
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import unicodedata
@@ -20,7 +21,6 @@ from k26ctl.smoke.textstats import (
     char_runs,
     char_weight,
     compression_ratio,
-    is_control,
     repeated_ngram_coverage,
     script_of,
     scripts_compatible,
@@ -81,6 +81,9 @@ def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
     return piece
 
 
+_SOMETHING_VISIBLE = re.compile("[^\\s" + re.escape("".join(sorted(INVISIBLE))) + "]")
+
+
 def _visible(text: str) -> str:
     return "".join(ch for ch in text if not ch.isspace() and ch not in INVISIBLE)
 
@@ -90,7 +93,7 @@ def _visible(text: str) -> str:
 
 def detect_empty(text: str, prompt: str | None = None) -> list[Finding]:
     """Nothing visible at all (zero-width characters and whitespace do not count as an answer)."""
-    if _visible(text):
+    if _SOMETHING_VISIBLE.search(text):
         return []
     return [Finding("empty", 1.0, 1.0, (0, len(text)), _excerpt(text, 0, len(text)), "no visible text")]
 
@@ -361,6 +364,10 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
             if first_odd < 0:
                 first_odd = match.start()
     findings: list[Finding] = []
+    words = [m.group() for m in matches]
+    unknown, eligible, function = _unknown_words(words)
+    if function / len(words) < 0.1:
+        return findings  # not English: its short words are not fragments, its words not in the list
     start = max(first_odd, 0)
     share = odd / len(matches)
     if len(matches) >= 20 and share >= _FRAGMENT_SHARE:
@@ -374,9 +381,7 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
                 f"{odd} of {len(matches)} words are fragments or not word-shaped",
             )
         )
-    words = [m.group() for m in matches]
-    unknown, eligible, function = _unknown_words(words)
-    if eligible >= 10 and function / len(words) >= 0.1:
+    if eligible >= 10:
         unknown_share = unknown / eligible
         if unknown_share >= _UNKNOWN_SHARE:
             findings.append(
@@ -458,13 +463,12 @@ def _invisible_allowed(text: str, i: int) -> bool:
     return False
 
 
+_HIDDEN = re.compile("[" + re.escape("".join(sorted(INVISIBLE))) + "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def detect_invisible(text: str) -> list[Finding]:
     """Zero-width, bidi and control characters: output that looks empty or odd but is not."""
-    positions = [
-        i
-        for i, ch in enumerate(text)
-        if (ch in INVISIBLE and not _invisible_allowed(text, i)) or is_control(ch)
-    ]
+    positions = [m.start() for m in _HIDDEN.finditer(text) if not _invisible_allowed(text, m.start())]
     if not positions:
         return []
     count = len(positions)
@@ -595,22 +599,44 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
 Detector = Callable[..., list[Finding]]
 
 
+# Degeneration shows at the end of a text; analysing more than this tail only costs time (a server that
+# ignores max_tokens can send megabytes). Cheap regex checks still cover the whole text.
+MAX_ANALYSED_CHARS = 24_000
+
+
 def score_text(
     text: str, prompt: str | None = None, kind: str | None = None, finish_reason: str | None = None
 ) -> TextVerdict:
     """Run every detector with thresholds for the prompt's kind; degenerate if any finding fails."""
-    profile = profile_for(text, kind)
+    offset = max(0, len(text) - MAX_ANALYSED_CHARS)
+    view = text[offset:]
+    profile = profile_for(view, kind)
     findings: list[Finding] = []
     findings += detect_empty(text, prompt)
     if not findings:
-        findings += detect_char_runs(text, profile)
-        findings += detect_loops(text, profile, finish_reason)
-        findings += detect_tail_repeat(text, profile, finish_reason)
-        findings += detect_repetition(text, profile)
-        findings += detect_token_soup(text, profile)
-        findings += detect_gibberish(text, profile)
-        findings += detect_low_content(text, profile)
-        findings += detect_prompt_echo(text, prompt)
+        shown: list[Finding] = []
+        shown += detect_char_runs(view, profile)
+        shown += detect_loops(view, profile, finish_reason)
+        shown += detect_tail_repeat(view, profile, finish_reason)
+        shown += detect_repetition(view, profile)
+        shown += detect_token_soup(view, profile)
+        shown += detect_gibberish(view, profile)
+        shown += detect_low_content(view, profile)
+        if offset:
+            shown = [dataclasses.replace(f, span=(f.span[0] + offset, f.span[1] + offset)) for f in shown]
+            shown.append(
+                Finding(
+                    "long_text",
+                    float(len(text)),
+                    float(MAX_ANALYSED_CHARS),
+                    (0, offset),
+                    "",
+                    f"{len(text)} characters: only the last {MAX_ANALYSED_CHARS} were analysed",
+                    severity="warn",
+                )
+            )
+        findings += shown
+        findings += detect_prompt_echo(text[:20_000], prompt)
     findings += detect_invisible(text)
     findings += detect_replacement_char(text)
     findings += detect_special_tokens(text, prompt)

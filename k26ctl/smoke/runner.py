@@ -104,8 +104,32 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
     if suite.expectations and options.expectations and prompt.expect:
         findings += run_checks(prompt.expect, result.text, result.completion_tokens)
     findings += _speculative_findings(result, options, collapse)
+    findings += _length_findings(result, prompt.max_tokens)
     ignored = set(prompt.ignore)
     result.findings = [f for f in findings if f.detector.removeprefix("reasoning.") not in ignored]
+
+
+# No tokenizer produces more characters per token than this for text a model would write.
+_MAX_CHARS_PER_TOKEN = 64
+
+
+def _length_findings(result: RequestResult, max_tokens: int) -> list[Finding]:
+    """A server that ignores max_tokens is broken too (and can flood the client)."""
+    size = len(result.text) + len(result.reasoning)
+    tokens = result.completion_tokens
+    if (tokens is not None and tokens > max_tokens) or size > max_tokens * _MAX_CHARS_PER_TOKEN:
+        shown = f"{tokens} tokens" if tokens is not None and tokens > max_tokens else f"{size} characters"
+        return [
+            Finding(
+                "over_length",
+                float(tokens or size),
+                float(max_tokens),
+                (0, size),
+                "",
+                f"{shown} returned for max_tokens={max_tokens}: the limit was not honoured",
+            )
+        ]
+    return []
 
 
 _MIN_COLLAPSE = 1.25

@@ -19,12 +19,6 @@ INVISIBLE = frozenset(
 )
 
 
-def is_control(ch: str) -> bool:
-    """C0/C1 control characters other than the ordinary tab, newline and carriage return."""
-    code = ord(ch)
-    return (code < 0x20 and ch not in "\t\n\r") or 0x7F <= code <= 0x9F
-
-
 def is_wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in ("W", "F")
 

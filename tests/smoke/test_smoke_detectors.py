@@ -386,3 +386,31 @@ def test_score_text_long_text_late_loop_is_found_beyond_the_analysis_window() ->
     verdict = score_text(healthy + "the blue, the blue, " * 30, kind="prose")
     assert verdict.degenerate
     assert min(f.span[0] for f in verdict.findings) > len(healthy) - 50
+
+
+def test_non_words_catches_byte_level_garble_but_not_other_languages() -> None:
+    # garble of the kind a byte-level model emits when its attention mask is wrong (synthetic)
+    garble = (
+        "Onet twoul appet lay hell appotone. One, cuy pherents wathe sky faren. Mong the eves gold nhapp "
+        "to the thal downuperanes, rivers day sea. The wave mo fteps to watet the wond one ply on to light"
+    )
+    assert [f.detector for f in detect_gibberish(garble, PROSE)] == ["non_words"]
+    french = (
+        "Le pain est fait de farine, d'eau, de sel et de levure. Le boulanger mélange le tout pour obtenir "
+        "une pâte souple et la laisse lever dans un endroit chaud pendant une heure avant la cuisson."
+    )
+    assert detect_gibberish(french, PROSE) == []
+    technical = (
+        "Photosynthesis converts carbon dioxide and water into glucose in the chloroplasts of the leaf, "
+        "using chlorophyll to absorb photons; the Calvin cycle then fixes carbon through RuBisCO."
+    )
+    assert detect_gibberish(technical, PROSE) == []
+
+
+def test_megabyte_text_is_bounded_and_says_so() -> None:
+    text = (HEALTHY_PROSE + " ") * 3000 + "!" * 100
+    verdict = score_text(text)
+    assert verdict.degenerate
+    names = {f.detector: f for f in verdict.findings}
+    assert names["long_text"].severity == "warn"
+    assert names["char_run"].span == (len(text) - 100, len(text))

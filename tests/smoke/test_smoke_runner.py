@@ -313,3 +313,27 @@ def test_report_formats() -> None:
     for header in ("prompt", "verdict", "findings", "tokens", "tok/s", "accept len"):
         assert header in text
     assert "prose@T0" in text and "FAIL" in text and "char_run" in text
+
+
+def test_server_ignoring_max_tokens_is_a_finding() -> None:
+    with FakeSGLang(with_override("count", lambda: "one two three four five " * 2000)) as fake:
+        report = run(fake)
+    bad = [r for r in report.failed_results if r.prompt_id == "count"]
+    assert bad and all(any(f.detector == "over_length" for f in r.findings) for r in bad)
+
+
+def test_collapse_threshold_follows_the_draft_depth() -> None:
+    from k26ctl.smoke.runner import collapse_threshold, is_speculative
+
+    assert collapse_threshold(None) == 1.25
+    assert collapse_threshold({"speculative_algorithm": "DDTREE", "speculative_num_draft_tokens": 8}) == 2.75
+    assert collapse_threshold({"speculative_algorithm": "EAGLE", "speculative_num_steps": 1}) == 1.25
+    assert collapse_threshold({"speculative_algorithm": "EAGLE3", "speculative_num_steps": 5}) == 2.25
+    assert (
+        collapse_threshold(
+            {"server_args": {"speculative_algorithm": "DFLASH", "speculative_num_draft_tokens": 16}}
+        )
+        == 4.75
+    )
+    assert not is_speculative({"speculative_algorithm": None})
+    assert is_speculative({"speculative_algorithm": "DDTREE"})
