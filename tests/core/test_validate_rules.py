@@ -317,6 +317,8 @@ def test_environment_overriding_a_profile_key_warns() -> None:
 
 def test_unit_rules() -> None:
     assert finding(report("base", "service.timeout_start_sec=600"), "unit/timeout-start").level == "warning"
+    stand_in = report("base", "service.timeout_start_sec=600", "sglang.entrypoint=k26ctl.lab.serve")
+    assert "unit/timeout-start" not in stand_in.codes()  # only real SGLang loads a 590 GB checkpoint
     rep = report("base", "service.start_limit_interval_sec=0")
     assert finding(rep, "unit/restart-unlimited").level == "warning"
 
