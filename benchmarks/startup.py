@@ -22,6 +22,7 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
+from typing import Any
 
 GOAL_SECONDS = 0.15
 
@@ -75,7 +76,7 @@ def main() -> None:
         ("python -m k26ctl --help", [python, "-m", "k26ctl", "--help"]),
         ("python -m k26ctl --version", [python, "-m", "k26ctl", "--version"]),
     ]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for label, argv in cases:
         wall, cpu = time_runs(argv, args.runs)
         rows.append(

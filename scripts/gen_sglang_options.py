@@ -171,7 +171,7 @@ print(json.dumps({
 REAL_DEPENDENCIES = ["dill", "psutil", "tqdm", "pybase64", "pyzmq"]
 
 # DDTree, from sgl-project/sglang#29907 (not in any release; a DDTree host runs the PR branch).
-DDTREE_OPTIONS = [
+DDTREE_OPTIONS: list[dict[str, Any]] = [
     {
         "flags": ["--speculative-ddtree-budget"],
         "dest": "speculative_ddtree_budget",

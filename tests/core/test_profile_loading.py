@@ -64,7 +64,7 @@ def test_self_extends_is_a_cycle(tmp_path: Path) -> None:
 
 def test_missing_parent_names_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "a.yaml", "extends: nothere.yaml\n")
-    with pytest.raises(ConfigError, match="nothere.yaml"):
+    with pytest.raises(ConfigError, match=r"nothere\.yaml"):
         load_profile(path)
 
 
@@ -93,7 +93,7 @@ def test_invalid_yaml_reports_line(tmp_path: Path) -> None:
 
 def test_wrong_type_names_the_key(tmp_path: Path) -> None:
     path = write(tmp_path, "a.yaml", "sglang:\n  port: lots\n")
-    with pytest.raises(ConfigError, match="sglang.port"):
+    with pytest.raises(ConfigError, match=r"sglang\.port"):
         load_profile(path)
 
 
@@ -137,7 +137,7 @@ def test_set_malformed_is_a_config_error(bad: str) -> None:
 
 
 def test_set_value_of_wrong_type_is_rejected() -> None:
-    with pytest.raises(ConfigError, match="spec.ddtree.budget"):
+    with pytest.raises(ConfigError, match=r"spec\.ddtree\.budget"):
         load_profile(PROFILES / "base.yaml", ["spec.ddtree.budget=seven"])
 
 
