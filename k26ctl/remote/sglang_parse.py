@@ -63,6 +63,26 @@ class HostParseResult:
     def ok(self) -> bool:
         return self.importable and not self.unknown and self.error is None
 
+    @property
+    def unknown_flags(self) -> list[str]:
+        """The flags the host's parser does not know (only the `--name` words, not their values)."""
+        return [word for word in self.unknown if word.startswith("-")]
+
+    @property
+    def message(self) -> str:
+        """One line saying what the host's SGLang made of the flags."""
+        where = f"{self.python}: " if self.python else ""
+        if not self.importable:
+            return f"{where}SGLang is not importable ({self.error})"
+        version = f"SGLang {self.version}" if self.version else "SGLang"
+        if self.unknown_flags:
+            return f"{where}{version} does not accept {', '.join(self.unknown_flags)}"
+        if self.unknown:
+            return f"{where}{version} left stray arguments: {' '.join(self.unknown)}"
+        if self.error:
+            return f"{where}{version} rejects the flags: {self.error}"
+        return f"{where}{version} accepts the flags"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "importable": self.importable,
@@ -108,6 +128,8 @@ def parse_on_host(
         data = None
     if not isinstance(data, dict):
         detail = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
+        if result.returncode == 127:  # `env` could not find the interpreter
+            detail = f"no such interpreter on {host.name}"
         return HostParseResult(importable=False, error=f"{python} could not run: {detail}", python=python)
     return HostParseResult(
         importable=bool(data.get("importable")),
@@ -116,3 +138,7 @@ def parse_on_host(
         error=data.get("error"),
         python=python,
     )
+
+
+RemoteParse = HostParseResult
+"""The name the remote layer's callers use: `.ok`, `.importable`, `.message`, `.unknown_flags`."""
