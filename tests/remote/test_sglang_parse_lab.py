@@ -83,14 +83,14 @@ def test_release_parser_over_ssh(host: SSHHost, release_python_on_lab: str) -> N
     python = release_python_on_lab
     loaded = load_profile(ROOT / "profiles" / "dflash.yaml", [f"sglang.python={python}"])
     argv = render_launch(loaded.profile).argv
-    good = parse_on_host(host, python, argv)
-    assert good.ok, good.message
-    assert good.version == VERSION and "accepts the flags" in good.message
-
-    unknown = parse_on_host(host, python, [*argv, "--speculative-ddtree-budget", "16"])
-    assert not unknown.ok
-    assert unknown.unknown_flags == ["--speculative-ddtree-budget"]
-    assert "does not accept --speculative-ddtree-budget" in unknown.message
+    # one parse (each costs seconds: SGLang imports torch): every profile flag is accepted, and the
+    # only word refused is the DDTree flag that 0.5.15 does not have
+    result = parse_on_host(host, python, [*argv, "--speculative-ddtree-budget", "16"])
+    assert result.importable and result.version == VERSION
+    assert result.error is None, result.message
+    assert result.unknown_flags == ["--speculative-ddtree-budget"]
+    assert not result.ok
+    assert "does not accept --speculative-ddtree-budget" in result.message
 
     bad_choice = parse_on_host(host, python, [*argv[:3], "--attention-backend", "no-such-backend"])
     assert not bad_choice.ok and bad_choice.importable
