@@ -86,3 +86,38 @@ def test_block_size_flags_must_agree() -> None:
 def test_inconsistent_values_are_config_errors(argv: list[str]) -> None:
     with pytest.raises(ConfigError):
         parse_args(argv)
+
+
+@pytest.mark.parametrize("name", ["none", "ddtree-b7", "ddtree-b16", "ddtree-b16-patched"])
+def test_lab_profiles_render_flags_the_lab_server_accepts(name: str) -> None:
+    from k26ctl.profile import load_profile
+    from k26ctl.render import render_launch
+    from k26ctl.resources import profiles_dir
+
+    profile = load_profile(profiles_dir() / "lab" / f"{name}.yaml").profile
+    assert profile.host.lab == "k26lab" and profile.sglang.entrypoint == "k26ctl.lab.serve"
+    launch = render_launch(profile)
+    assert launch.argv[:3] == ["/opt/k26lab/venv/bin/python", "-m", "k26ctl.lab.serve"]
+    assert launch.env["PYTHONPATH"] == "/opt/k26lab" and "CUDA_HOME" not in launch.env
+    args = parse_args(launch.argv[3:])
+    assert args.model_path == "/opt/k26lab/models/k26lab-tiny"
+    if name == "none":
+        assert args.speculative_algorithm is None
+    else:
+        assert args.speculative_algorithm == "DDTREE" and args.speculative_num_draft_tokens == 8
+        assert args.speculative_ddtree_budget == (7 if name == "ddtree-b7" else 16)
+        assert launch.env["SGLANG_DDTREE_MAX_TOPK"] == "1"
+    assert profile.patches == (["triton-ddtree-verify-width"] if name.endswith("patched") else [])
+
+
+def test_serve_rejects_unknown_flags_like_argparse() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "k26ctl.lab.serve", "--no-such-flag"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "unrecognized arguments: --no-such-flag" in proc.stderr
