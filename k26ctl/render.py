@@ -59,9 +59,6 @@ class LaunchSpec:
     env: dict[str, str]
     env_refs: dict[int, str] = field(default_factory=dict)
 
-    def words(self) -> list[str | EnvRef]:
-        return [EnvRef(self.env_refs[i]) if i in self.env_refs else w for i, w in enumerate(self.argv)]
-
     def flags(self) -> list[str]:
         """The option names present in argv (`--x` or the `--x` of `--x=v`)."""
         return [w.split("=", 1)[0] for w in self.argv[3:] if w.startswith("--")]
