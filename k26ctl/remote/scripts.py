@@ -86,7 +86,7 @@ UNTIL_STDIN_EOF = r"""
 exec 3<&0
 "$@" < /dev/null &
 child=$!
-{ cat <&3 > /dev/null; kill "$child" 2>/dev/null; } &
+{ cat <&3 > /dev/null 2>&1; kill "$child" 2>/dev/null; } 2>/dev/null &
 watcher=$!
 wait "$child"
 rc=$?

@@ -209,6 +209,25 @@ def test_proxyjump_from_ssh_config(lab_host: LabHostState, tmp_path: Path) -> No
         assert source == lab_host.address
 
 
+def test_profile_address_is_an_ssh_config_alias(
+    lab_host: LabHostState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from k26ctl.remote import connect
+
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host k26-host\n  HostName {lab_host.address}\n  Port {lab_host.port}\n  User root\n"
+        f"  IdentityFile {lab_host.key_path}\n  UserKnownHostsFile {lab_host.known_hosts_path}\n"
+    )
+    monkeypatch.setenv("K26CTL_SSH_CONFIG", str(config))
+    profile = lab_profile(lab_host).model_copy(deep=True)
+    profile.host.lab = None
+    profile.host.address = "k26-host"
+    with connect(profile) as h:
+        assert isinstance(h, SSHHost) and h.target.hostname == lab_host.address
+        assert h.run(["hostname"]).stdout.strip() == lab_host.name
+
+
 # ---- files -------------------------------------------------------------------------------------
 
 
