@@ -971,12 +971,19 @@ def _host_parser_findings(host: Any, profile: Profile, launch: LaunchSpec) -> It
         )
         return
     version = result.version or "unknown version"
-    for flag in result.unknown:
+    for flag in result.unknown_flags:
         yield Finding(
             "error",
             "remote/unknown-flag",
             f"the host's SGLang ({version}) does not accept {flag}",
             "remove it, or install a release (or the DDTree branch) that has it",
+        )
+    if result.unknown and not result.unknown_flags:
+        yield Finding(
+            "error",
+            "remote/invalid-arguments",
+            f"the host's SGLang ({version}) left stray arguments: {' '.join(result.unknown)}",
+            "every value in sglang.extra_args must follow its --flag",
         )
     if result.error:
         yield Finding(
