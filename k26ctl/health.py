@@ -17,6 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from k26ctl.remote.base import Host
 
 UNIT_PROPS = ("ActiveState", "SubState", "NRestarts", "MainPID", "ExecMainStatus", "Result")
 UNIT_CHECK_INTERVAL = 1.0
+PENDING_PROBE_TICK = 0.05  # how often the loop looks whether a running probe has answered
 PROBE_TIMEOUT = 5.0
 
 
@@ -36,6 +38,7 @@ class ReadinessResult:
     outcome: Outcome
     wall_seconds: float  # from the start of the wait to the outcome
     server_load_seconds: float | None  # the server's own start-to-ready time, from its journal
+    server_stop_seconds: float | None  # how long the replaced process took to stop, from the journal
     reported_load_seconds: float | None  # SGLang's `Load weight end. elapsed=`
     probes: int
     progress: LoadProgress | None
@@ -239,13 +242,19 @@ def wait_ready(
     feed = JournalFeed(systemd, cursor)
     next_unit_check = start + min(UNIT_CHECK_INTERVAL, 0.5)
     last_reported: tuple[Any, ...] | None = None
+    probes = ThreadPoolExecutor(1, "k26ctl-probe")
     try:
         with _prober(host, profile) as prober:
             if probe_first:
                 machine.on_probe(prober.probe(), clock())
+            # A probe runs in its own thread: a server that hangs on /health must not keep the loop
+            # from reading the journal line that says why.
+            pending: Future[ProbeResult] | None = None
             while machine.outcome is None:
                 now = clock()
                 wake = min(machine.next_wakeup(now), next_unit_check)
+                if pending is not None:
+                    wake = min(wake, now + PENDING_PROBE_TICK)
                 for entry in feed.get(wake - now):
                     message = getattr(entry, "message", str(entry))
                     ts = getattr(entry, "timestamp_us", None)
@@ -258,8 +267,11 @@ def wait_ready(
                 if machine.outcome is None and now >= next_unit_check:
                     machine.on_unit(read_unit_state(systemd), clock())
                     next_unit_check = clock() + UNIT_CHECK_INTERVAL
-                if machine.outcome is None and machine.probe_due(clock()):
-                    machine.on_probe(prober.probe(), clock())
+                if pending is not None and pending.done():
+                    machine.on_probe(_probe_result(pending), clock())
+                    pending = None
+                if machine.outcome is None and pending is None and machine.probe_due(clock()):
+                    pending = probes.submit(prober.probe)
                 if machine.outcome is None:
                     machine.on_tick(clock())
                 if on_progress is not None:
@@ -291,16 +303,26 @@ def wait_ready(
                     machine.on_journal(entry.message, clock(), timestamp_us=entry.timestamp_us)
     finally:
         feed.stop()
+        # Never wait for a probe still hanging on the server: closing the forward breaks it.
+        probes.shutdown(wait=False, cancel_futures=True)
     outcome = machine.outcome
     assert outcome is not None
     return ReadinessResult(
         outcome=outcome,
         wall_seconds=outcome.at - start,
         server_load_seconds=machine.server_load_seconds,
+        server_stop_seconds=machine.server_stop_seconds,
         reported_load_seconds=machine.reported_load_seconds,
         probes=machine.probes,
         progress=machine.progress,
     )
+
+
+def _probe_result(future: Future[ProbeResult]) -> ProbeResult:
+    try:
+        return future.result()
+    except Exception as exc:  # a probe must never end the wait by itself
+        return ProbeResult(False, f"probe error: {type(exc).__name__}: {exc}")
 
 
 def _phase(machine: ReadinessMachine) -> str:

@@ -42,7 +42,7 @@ class DeployRecord:
     fingerprint: str
     unit_path: str
     unit_sha: str | None  # the unit on disk after this run
-    unit_copy: str | None  # where that unit text is kept for a later rollback
+    unit_copy: str | None  # where that unit's text is kept once a later run replaces it
     previous_unit_sha: str | None  # the unit this run replaced (None: there was none)
     previous_unit_copy: str | None
     unit_backup: str | None  # the timestamped backup the atomic write left beside the unit
@@ -146,12 +146,14 @@ def ensure_state_dir(host: Host, service: str) -> None:
     host.run(["mkdir", "-p", f"{state_dir(service)}/units"], sudo=True, check=True)
 
 
-def keep_unit_copy(host: Host, service: str, unit_sha: str, text: bytes) -> str:
-    """Store a unit text by checksum (once) so a rollback can restore it exactly."""
-    path = unit_copy_path(service, unit_sha)
-    if host.sha256(path, sudo=True) != unit_sha:
-        host.write_file_atomic(path, text, mode=0o644, sudo=True, backup=False)
-    return path
+def keep_current_unit(host: Host, service: str, unit_path: str, unit_sha: str) -> str:
+    """Copy the unit about to be replaced into the state directory, named by its checksum, so a
+    rollback can restore it exactly (one round trip; a rollback checks the copy's checksum)."""
+    dest = unit_copy_path(service, unit_sha)
+    script = 'mkdir -p -- "$1" && cp -p -- "$2" "$3.tmp" && mv -f -- "$3.tmp" "$3"'
+    argv = ["sh", "-c", script, "sh", f"{state_dir(service)}/units", unit_path, dest]
+    host.run(argv, sudo=True, check=True)
+    return dest
 
 
 def append_record(host: Host, service: str, record: DeployRecord, *, current: bytes | None = None) -> None:

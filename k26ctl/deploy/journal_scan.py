@@ -36,6 +36,8 @@ _MAIN_EXITED_RE = re.compile(r"Main process exited, code=(?P<code>\w+), status=(
 _FAILED_RESULT_RE = re.compile(r"Failed with result '(?P<result>[^']+)'")
 _RESTART_RE = re.compile(r"Scheduled restart job, restart counter is at (?P<n>\d+)")
 _STARTED_RE = re.compile(r"^(?:Started|Starting) \S")
+_STOPPING_RE = re.compile(r"^Stopping \S")
+_STOPPED_RE = re.compile(r"^Stopped \S")
 
 _TRACEBACK_START = "Traceback (most recent call last):"
 _CHAIN_LINES = (
@@ -68,6 +70,15 @@ def parse_load_seconds(message: str) -> float | None:
 
 def is_ready_line(message: str) -> bool:
     return READY_TEXT in message
+
+
+def stop_phase(message: str) -> str | None:
+    """'stopping' or 'stopped' for systemd's lines around stopping the old process."""
+    if _STOPPING_RE.match(message):
+        return "stopping"
+    if _STOPPED_RE.match(message):
+        return "stopped"
+    return None
 
 
 def fatal_pattern(message: str) -> str | None:

@@ -22,7 +22,7 @@ from k26ctl.deploy.history import (
     DeployRecord,
     append_record,
     ensure_state_dir,
-    keep_unit_copy,
+    keep_current_unit,
     last_load_seconds,
 )
 from k26ctl.deploy.interrupts import deferred_interrupts
@@ -199,10 +199,8 @@ def _apply(ctx: Context, plan: Plan) -> None:
                 handle.changed(", ".join(done)) if done else handle.ok("already in place")
         if plan.unit.changed:
             with log.step("unit", f"writing {ctx.unit_path}") as handle:
-                ensure_state_dir(host, profile.service.name)
-                if facts.unit_text is not None and facts.unit_sha:
-                    keep_unit_copy(host, profile.service.name, facts.unit_sha, facts.unit_text.encode())
-                keep_unit_copy(host, profile.service.name, plan.unit.desired_sha, ctx.desired_unit.encode())
+                if facts.unit_sha is not None:
+                    keep_current_unit(host, profile.service.name, ctx.unit_path, facts.unit_sha)
                 write = ops.write_unit(host, ctx.unit_path, ctx.desired_unit)
                 ctx.applied = True
                 ctx.unit_backup = write.backup_path
@@ -281,6 +279,7 @@ def _readiness_verdict(ctx: Context, readiness: ReadinessResult, step: str) -> N
     if readiness.ready:
         result.ready_seconds = readiness.wall_seconds
         result.load_seconds = readiness.server_load_seconds
+        result.stop_seconds = readiness.server_stop_seconds
         load = f", server load {readiness.server_load_seconds:.1f} s" if readiness.server_load_seconds else ""
         ctx.log.add(step, "ok", f"ready after {readiness.wall_seconds:.1f} s{load}", readiness.wall_seconds)
         return

@@ -12,7 +12,14 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from k26ctl.deploy.journal_scan import JournalScanner, LoadProgress, Signal, classify, is_ready_line
+from k26ctl.deploy.journal_scan import (
+    JournalScanner,
+    LoadProgress,
+    Signal,
+    classify,
+    is_ready_line,
+    stop_phase,
+)
 
 
 def _int(value: str | None) -> int:
@@ -95,6 +102,8 @@ class ReadinessMachine:
     reported_load_seconds: float | None = None  # from `Load weight end. elapsed=`
     started_ts_us: int | None = None  # journal time of systemd's Started line
     ready_ts_us: int | None = None  # journal time of the ready line
+    stop_begin_ts_us: int | None = None  # journal times of stopping the replaced process
+    stop_end_ts_us: int | None = None
     last_probe: ProbeResult | None = None
     probes: int = 0
     _tracked_pid: int = 0
@@ -142,6 +151,11 @@ class ReadinessMachine:
                 self.ready_ts_us = timestamp_us  # the probe won the race against the ready line
             return self.outcome
         if not self.armed:
+            phase = stop_phase(message)
+            if phase == "stopping":
+                self.stop_begin_ts_us = timestamp_us
+            elif phase == "stopped":
+                self.stop_end_ts_us = timestamp_us
             if classify(message).signal is not Signal.STARTED:
                 return None  # still the old process shutting down
             self.armed = True
@@ -221,6 +235,13 @@ class ReadinessMachine:
         if self.started_ts_us is None or self.ready_ts_us is None:
             return None
         return max(0.0, (self.ready_ts_us - self.started_ts_us) / 1e6)
+
+    @property
+    def server_stop_seconds(self) -> float | None:
+        """How long the replaced process took to stop, as the host's journal measured it."""
+        if self.stop_begin_ts_us is None or self.stop_end_ts_us is None:
+            return None
+        return max(0.0, (self.stop_end_ts_us - self.stop_begin_ts_us) / 1e6)
 
     def _fail(self, reason: str, now: float) -> Outcome:
         self.outcome = Outcome(OutcomeKind.FAILED, reason, lines=self.scanner.evidence(), at=now)

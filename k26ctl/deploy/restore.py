@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from k26ctl import __version__
 from k26ctl.deploy import apply as ops
 from k26ctl.deploy.facts import gather_facts
-from k26ctl.deploy.history import DeployRecord, last_load_seconds
+from k26ctl.deploy.history import DeployRecord, keep_current_unit, last_load_seconds
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.deploy.pipeline import (
@@ -78,6 +78,8 @@ def restore_snapshot(
                 ops.remove_unit(host, ctx.systemd, ctx.unit, ctx.unit_path)
                 handle.changed("there was no unit before: removed it and stopped the service")
             elif target.unit_sha != before_sha:
+                if before_sha is not None:  # so that a second rollback can return here
+                    keep_current_unit(host, profile.service.name, ctx.unit_path, before_sha)
                 ops.write_unit(host, ctx.unit_path, target.unit_text)
                 ctx.systemd.daemon_reload()
                 handle.changed(f"sha {str(target.unit_sha)[:12]}")

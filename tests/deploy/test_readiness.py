@@ -149,10 +149,12 @@ def test_sigquit_line_is_fatal_at_once() -> None:
 
 def test_old_process_lines_ignored_until_the_new_start() -> None:
     m = machine(armed=False)
-    assert m.on_journal("Stopping sglang.service - SGLang server...", 100.1) is None
+    assert m.on_journal("Stopping sglang.service - SGLang server...", 100.1, timestamp_us=500_000) is None
     assert m.on_journal("KeyboardInterrupt", 100.1) is None
     assert m.on_journal("sglang.service: Main process exited, code=killed, status=2/INT", 100.2) is None
     assert m.outcome is None
+    m.on_journal("Stopped sglang.service - SGLang server.", 100.25, timestamp_us=750_000)
+    assert m.server_stop_seconds == 0.25
     m.on_journal("Started sglang.service - SGLang server.", 100.3, timestamp_us=1_000_000)
     assert m.armed
     m.on_journal("The server is fired up and ready to roll!", 103.3, timestamp_us=4_250_000)
