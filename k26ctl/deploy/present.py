@@ -24,6 +24,7 @@ _CHANGING_STEPS = (
     "rollback-unit",
     "rollback-restart",
 )
+_BAR_STEPS = ("readiness", "readiness-wait", "rollback-readiness")
 _STATUS_MARK = {"ok": "ok", "changed": "changed", "failed": "FAILED", "skipped": "skipped"}
 
 
@@ -104,11 +105,13 @@ class RichPresenter:
 
     def __call__(self, event: DeployEvent) -> None:
         data, escape = event.data, self._escape
-        if event.kind == "phase" and data.get("name") in ("readiness", "rollback-readiness"):
+        if event.kind == "phase" and data.get("name") in _BAR_STEPS:
             self._start_bar(event.message)
         elif event.kind == "phase":
             self._stop_bar()
         elif event.kind == "step":
+            if data.get("name") in _BAR_STEPS:
+                self._stop_bar()  # the step's own line replaces the bar
             status = str(data.get("status"))
             style = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "dim"}.get(
                 status, ""
