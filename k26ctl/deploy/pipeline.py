@@ -11,7 +11,10 @@ from __future__ import annotations
 import getpass
 import os
 import socket
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +31,7 @@ from k26ctl.deploy.history import (
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
+from k26ctl.deploy.readiness import ProbeResult
 from k26ctl.deploy.steps import StepLog
 from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.health import ReadinessResult, check_ready_once, read_unit_state, wait_ready
@@ -70,6 +74,7 @@ class Context:
     facts: HostFacts | None = None
     applied: bool = False  # the host was changed by this run
     unit_backup: str | None = None
+    early_probe: Future[ProbeResult] | None = None
     restarted: bool = False
 
 
@@ -110,8 +115,12 @@ def deploy(
 
 def _run(ctx: Context, opts: DeployOptions) -> None:
     log, result, profile = ctx.log, ctx.result, ctx.profile
+    # Probing the running server is read-only and most deploys change nothing: probe while the facts
+    # are read, and use the answer only if the plan says no restart.
+    early_probe = None if opts.check else _background(check_ready_once, ctx.host, profile)
     with log.step("facts", "reading the host's state"):
         ctx.facts = facts = gather_facts(ctx.host, ctx.systemd, profile, ctx.unit_path)
+    ctx.early_probe = early_probe
     changes, applied = patch_changes(facts.patch_actions)
     smoke = smoke_decision(
         opts.smoke,
@@ -226,7 +235,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
     if not plan.restart:
         log.add("restart", "ok", "nothing changed: not restarted")
         with log.step("readiness", "probing the running server") as handle:
-            probe = check_ready_once(ctx.host, profile)
+            probe = _early_probe_result(ctx) or check_ready_once(ctx.host, profile)
             if probe.ok:
                 handle.ok("the running server answers its readiness probes")
                 return True
@@ -263,6 +272,30 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
     )
     _readiness_verdict(ctx, readiness, "readiness")
     return readiness.ready
+
+
+def _background(fn: Callable[..., ProbeResult], *args: Any) -> Future[ProbeResult]:
+    future: Future[ProbeResult] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="k26ctl-early-probe", daemon=True).start()
+    return future
+
+
+def _early_probe_result(ctx: Context) -> ProbeResult | None:
+    """The probe taken while the facts were read; None when it did not pass (probe again, properly)."""
+    if ctx.early_probe is None:
+        return None
+    try:
+        probe = ctx.early_probe.result(timeout=10)
+    except Exception:
+        return None
+    return probe if probe.ok else None
 
 
 def _progress_emitter(log: StepLog) -> Any:
