@@ -33,7 +33,9 @@ Severity = Literal["fail", "warn"]
 # Longest stretch analysed by the O(n * period) loop finder; loops show in any window this size.
 _ANALYSIS_CHARS = 6000
 _TAIL_WINDOW = 400
-_RULE_CHARS = frozenset("-=_*~#.:+|/\\<>^`'\",;()[]{}")
+_RULE_CHARS = frozenset("-=_*~#.:+|/\\<>^`'\",;()[]{}" + "".join(chr(c) for c in range(0x2500, 0x2580)))
+# A line made only of one rule character is a heading underline, a separator or a box edge.
+_RULE_LINE_MAX = 240
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ def detect_char_runs(text: str, profile: KindProfile) -> list[Finding]:
             limit, what = profile.run_space, "spaces"
         elif ch in _RULE_CHARS:
             limit, what = profile.run_rule, f"{ch!r}"
+            if _fills_its_line(text, run.start, run.end) or "\u2500" <= ch <= "\u257f":  # box drawing
+                limit = max(limit, _RULE_LINE_MAX)
         else:
             limit, what = profile.run_letter, f"{ch!r}"
         share = run.count / visible_len
@@ -130,6 +134,22 @@ def detect_char_runs(text: str, profile: KindProfile) -> list[Finding]:
                 )
             )
     return findings
+
+
+def _fills_its_line(text: str, start: int, end: int) -> bool:
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    return not text[line_start:start].strip() and not text[end:line_end].strip()
+
+
+_LAYOUT_LINE = re.compile(r"(?m)^[ \t]*([-=_*~#.:+^`'\u2500-\u257f])\1{4,}[ \t]*$")
+
+
+def _blank_layout(text: str) -> str:
+    """Underlines, separators and box edges made of one character become blanks of the same length:
+    repeated layout is not repeated text."""
+    return _LAYOUT_LINE.sub(lambda m: " " * len(m.group()), text)
 
 
 def _analysis_window(text: str) -> tuple[str, int]:
@@ -232,7 +252,7 @@ def detect_repetition(text: str, profile: KindProfile) -> list[Finding]:
     near-loops with small variations) and the zlib compression ratio (what Whisper uses, but on the
     tail only, since a whole-text ratio hides a collapse after a long healthy start)."""
     findings: list[Finding] = []
-    window, offset = _analysis_window(text)
+    window, offset = _analysis_window(_blank_layout(text))
     if weighted_len(window) < 120:
         return findings
     n = 8 if sum(char_weight(c) for c in window[-200:]) > 1.4 * len(window[-200:]) else 20
@@ -338,6 +358,15 @@ def _unknown_words(words: list[str]) -> tuple[int, int, int]:
     return unknown, len(eligible), function
 
 
+_MARKUP = re.compile(r"https?://\S+|www\.\S+|\S+@\S+\.\w+|``.*?``|`[^`\n]*`|\b\w+(?:[._/]\w+)+\b", re.DOTALL)
+
+
+def _blank_markup(text: str) -> str:
+    """URLs, e-mail addresses, inline code and dotted/underscored identifiers are not prose words;
+    they are blanked (same length, so spans stay valid)."""
+    return _MARKUP.sub(lambda m: " " * len(m.group()), text)
+
+
 def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
     """Word salad and character-level decay in English prose: stray one- and two-letter fragments,
     vowel-less words, letters tripled inside words, and words that are not English words at all.
@@ -345,7 +374,7 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
     answer in French or German is not mistaken for gibberish."""
     if not profile.check_gibberish:
         return []
-    cleaned = _ABBREVIATION.sub(" ", text)
+    cleaned = _ABBREVIATION.sub(lambda m: " " * len(m.group()), _blank_markup(text))
     matches = list(_LATIN_WORD.finditer(cleaned))
     if len(matches) < 12:
         return []
@@ -405,7 +434,11 @@ def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
     """Mostly symbols, or a healthy start that collapses into symbols (letters vanish in the tail)."""
     if not profile.check_content:
         return []
-    visible = _visible(text)
+    # separator and underline lines are layout, not content that collapsed
+    kept = [
+        line for line in text.split("\n") if not (line.strip() and set(line.strip()) <= _RULE_CHARS | {" "})
+    ]
+    visible = _visible("\n".join(kept))
     if len(visible) < 12:
         return []
 
@@ -534,6 +567,18 @@ def detect_special_tokens(text: str, prompt: str | None = None) -> list[Finding]
                 (start, end),
                 _excerpt(text, start, end),
                 f"{len(matches)} leaked special token(s): {', '.join(kinds[:5])}",
+            )
+        )
+    close = text.find("</think>")
+    if close >= 0 and "<think>" not in text[:close] and not (prompt and "</think>" in prompt):
+        findings.append(
+            Finding(
+                "special_token",
+                1.0,
+                1.0,
+                (close, close + 8),
+                _excerpt(text, close, close + 8),
+                "a stray </think> inside the answer (thinking leaked or the reasoning split failed)",
             )
         )
     turn = _ROLE_TURN.search(text)

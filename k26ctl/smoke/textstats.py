@@ -190,6 +190,8 @@ def repeated_ngram_coverage(text: str, n: int, window_start: int = 0) -> tuple[f
     first_index = -1
     for i in range(len(text) - n + 1):
         gram = text[i : i + n]
+        if gram.isspace():
+            continue  # blank stretches (blanked layout, indentation) are not repeated text
         earlier = first_seen.get(gram)
         if earlier is None:
             first_seen[gram] = i

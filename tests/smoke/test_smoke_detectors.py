@@ -414,3 +414,28 @@ def test_megabyte_text_is_bounded_and_says_so() -> None:
     names = {f.detector: f for f in verdict.findings}
     assert names["long_text"].severity == "warn"
     assert names["char_run"].span == (len(text) - 100, len(text))
+
+
+def test_stray_closing_think_tag() -> None:
+    assert (
+        detect_special_tokens("The sea is wide.</think>me a candle and a boat.")[0].detector
+        == "special_token"
+    )
+    assert detect_special_tokens("<think>\nhmm\n</think>\nParis.") == []
+
+
+def test_layout_lines_are_not_runs() -> None:
+    heading = "Release notes\n" + "^" * 150 + "\nAdded support for lookaround in conditional patterns."
+    assert not score_text(heading, kind="prose").degenerate
+    box = "╭─ Arguments " + "─" * 60 + "╮\n│ name  TEXT  [required] │\n╰" + "─" * 70 + "╯"
+    assert detect_char_runs(box, PROSE) == []
+    assert detect_char_runs("Totals:" + "^" * 150 + " more text follows here", PROSE)  # not alone on its line
+
+
+def test_markup_is_not_gibberish() -> None:
+    text = (
+        "See the `Quickstart <https://setuptools.pypa.io/en/latest/userguide/quickstart.html>`_ and the "
+        "user guide for instructions on how to use it; keys may be `str`, `int` or `datetime.datetime`, "
+        "and you can write to help@example.org if the docs at www.example.org are not clear enough for you."
+    )
+    assert detect_gibberish(text, PROSE) == []
