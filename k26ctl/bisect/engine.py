@@ -161,6 +161,7 @@ def _end_error(failed: EndCheckFailed) -> EndCheckError:
         hint = "the claimed good value already fails: pick an older/smaller good value"
     else:
         hint = "the claimed bad value passes: check --bad, or the check (smoke or --run) misses the failure"
+    hint += "; 'k26ctl bisect-config reset' puts back the deployment from before the search"
     return EndCheckError(f"end check failed: {failed.message()}; stopping the search", hint)
 
 

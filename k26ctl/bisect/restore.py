@@ -72,7 +72,7 @@ def restore_live(
             ctx = Context(profile, host, systemd, unit, path, "", log, result)
             ctx.facts = facts = gather_facts(host, systemd, profile, path)
             target = Snapshot(original.get("unit_text"), list(original.get("patches") or []))
-            from k26ctl.deploy.rollback import restore_snapshot
+            from k26ctl.deploy.restore import restore_snapshot
 
             ready = restore_snapshot(
                 ctx,
