@@ -566,11 +566,16 @@ def leftovers(name: str, state: LabHostState | None = None) -> list[str]:
     if state_dir(name).exists():
         found.append(f"state dir {state_dir(name)}")
     mounts = Path("/proc/self/mountinfo").read_text()
-    if str(state_dir(name)) in mounts or f"/run/netns/{ns}" in mounts:
-        found.append("mounts")
+    for path in (str(state_dir(name)), f"/run/netns/{ns}"):
+        if re.search(re.escape(path) + r"(?=[/\s,:]|$)", mounts, re.MULTILINE):
+            found.append(f"mounts under {path}")
+    # a veth whose other end is still in our namespace (the index itself may already be reused by
+    # another lab host, so the interface name alone proves nothing)
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=False).stdout
-    if state is not None and f"k26h{state.index}@" in links:
-        found.append(f"veth k26h{state.index}")
+    for line in links.splitlines():
+        words = line.split()
+        if "link-netns" in words and words[words.index("link-netns") + 1 :][:1] == [ns]:
+            found.append(f"veth {words[1].split('@')[0]}")
     for proc_dir in Path("/proc").iterdir():
         if not proc_dir.name.isdigit():
             continue
