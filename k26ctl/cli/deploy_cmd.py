@@ -47,7 +47,12 @@ def register(app: typer.Typer) -> None:
         ),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the server's journal lines."),
     ) -> None:
-        """Deploy PROFILE to its host and prove the model came up and speaks sense."""
+        """Deploy PROFILE to its host and prove the model came up and speaks sense.
+
+        Exit codes: 0 ok (or nothing to do), 1 the deploy failed (not ready, smoke failed, lock held),
+        2 usage (also: changes pending with no terminal and no --yes), 3 changes pending (--check),
+        69 host unreachable, 78 bad profile, 130 interrupted (the message says which unit is in place).
+        Without a terminal k26ctl never prompts: changes need --yes or K26CTL_YES=1."""
         from k26ctl.cli.common import print_json
         from k26ctl.deploy import DeployOptions, deploy
         from k26ctl.deploy.present import confirm_on_terminal, make_presenter, result_text

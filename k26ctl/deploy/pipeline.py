@@ -105,7 +105,10 @@ def deploy(
         with host.lock(profile.service.name, holder=operator(), wait=opts.lock_wait):
             log.add("lock", "ok", f"deploy lock for {profile.service.name}")
             ctx = Context(profile, host, Systemd(host, unit), unit, unit_path(profile), desired, log, result)
-            _run(ctx, opts)
+            try:
+                _run(ctx, opts)
+            except KeyboardInterrupt:  # before apply: nothing was touched (apply raises Interrupted)
+                raise Interrupted("interrupted before any change: the host was not touched") from None
     finally:
         host.close()
         result.steps = log.steps
