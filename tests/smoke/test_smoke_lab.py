@@ -155,3 +155,30 @@ def test_server_dying_mid_suite_exits_69() -> None:
     assert code == 69, err[-3000:]
     assert "stopped answering during the suite" in err
     assert "Traceback" not in err
+
+
+def test_mask_only_variant_needs_two_requests_in_flight(none_baseline: Path) -> None:
+    """K26LAB_BUG_SCOPE=mask-only corrupts only the second request of a batch: one request at a time
+    matches the NONE baseline exactly, the suite (2 in flight) fails."""
+    from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
+    from k26ctl.smoke.client import SGLangClient
+
+    baseline = {o["prompt_id"]: o["text"] for o in json.loads(none_baseline.read_text())["outputs"]}
+    suite = load_suite("lab")
+    raw = [p for p in suite.prompts if p.api == "generate"]
+    with lab_server(
+        "ddtree-b16", env={"K26LAB_BUG_SCOPE": "mask-only", "K26LAB_UNVISITED": "stale"}
+    ) as server:
+        with SGLangClient(server.url) as client:
+            alone = {
+                p.id: client.generate(p.prompt or "", temperature=0, max_new_tokens=p.max_tokens).text
+                for p in raw
+            }
+        report = run_smoke(SmokeTarget(server.url), suite, options=SmokeOptions(concurrency=2))
+    assert alone == {p.id: baseline[p.id] for p in raw}
+    assert not report.passed
+    assert {f.detector for r in report.results for f in r.findings} & {
+        "nondeterministic",
+        "non_words",
+        "accept_collapse",
+    }
