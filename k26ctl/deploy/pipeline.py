@@ -170,7 +170,10 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
     except KeyboardInterrupt:
         raise _interrupted(ctx, before) from None
     except K26Error as exc:
-        if ctx.applied and not ctx.restarted:
+        # Say where the host was left: the message is all an operator has when the link dropped.
+        if ctx.restarted:
+            exc.message += f" ({_disk_state(ctx, before)}; the service was restarted, readiness unknown)"
+        elif ctx.applied:
             exc.message += f" ({_disk_state(ctx, before)}; the service was not restarted)"
         raise
     _record(ctx, before, plan)
