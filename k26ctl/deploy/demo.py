@@ -82,9 +82,10 @@ def step_unpatched(ctx: DemoContext) -> DemoOutcome:
         "Triton backend sizes its mask from the block size (8), so output should degenerate"
     )
     result = _deploy(ctx, "ddtree-b16")
-    degenerate = result.failure == "smoke" and result.exit_code == 1
+    ready = any(s.name == "readiness" and s.status == "ok" for s in result.steps)
+    degenerate = ready and result.failure == "smoke" and result.exit_code == 1
     got = (
-        "smoke flagged degenerate output"
+        "ready (/health 200, model listed), but smoke flagged degenerate output"
         if degenerate
         else f"{result.verdict} ({result.message or 'no finding'})"
     )
