@@ -75,6 +75,15 @@ class LocalHost(ShellHost):
     def user(self) -> str:
         return getpass.getuser()
 
+    @property
+    def user_manager(self) -> bool:
+        """True when units should go to this user's own systemd (`systemctl --user`): not root, and
+        a user manager runs (a workstation session, or lingering)."""
+        if os.geteuid() == 0:
+            return False
+        runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.geteuid()}"
+        return os.path.exists(os.path.join(runtime, "systemd", "private"))
+
     def _exec(
         self, argv: Sequence[str], *, stdin: bytes | None, timeout: float | None
     ) -> tuple[int, bytes, bytes]:

@@ -96,19 +96,30 @@ def _priority_arg(priority: int | str) -> str:
     return priority
 
 
-class Systemd:
-    """One unit on one host. `user=True` drives the user manager (`systemctl --user`)."""
+# A login without PAM (plain `ssh host cmd`, cron) has no XDG_RUNTIME_DIR, which `systemctl --user`
+# needs to find the user's manager; its default location is /run/user/UID.
+_USER_RUNTIME = 'XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/run/user/$(id -u)}" exec "$@"'
 
-    def __init__(self, host: Host, unit: str, *, user: bool = False) -> None:
+
+class Systemd:
+    """One unit on one host. `user=True` drives the user manager (`systemctl --user`); the default
+    follows the host (`LocalHost.user_manager`: not root and a user manager runs)."""
+
+    def __init__(self, host: Host, unit: str, *, user: bool | None = None) -> None:
         self.host = host
         self.unit = unit
-        self.user = user
+        self.user = bool(getattr(host, "user_manager", False)) if user is None else user
+
+    def _run(self, argv: list[str], *, check: bool) -> CommandResult:
+        if self.user:
+            return self.host.run(["sh", "-c", _USER_RUNTIME, "k26ctl", *argv], check=check)
+        return self.host.run(argv, sudo=True, check=check)
 
     # ---- commands ---------------------------------------------------------------------------
 
     def _systemctl(self, *args: str, check: bool = True) -> CommandResult:
         scope = ["--user"] if self.user else []
-        return self.host.run(["systemctl", *scope, *args], sudo=not self.user, check=check)
+        return self._run(["systemctl", *scope, *args], check=check)
 
     def daemon_reload(self) -> None:
         self._systemctl("daemon-reload")
@@ -182,7 +193,7 @@ class Systemd:
             extra += ["-p", _priority_arg(priority)]
         if lines is not None and not cursor and since is None:
             extra += ["-n", str(int(lines))]
-        res = self.host.run(self._journal_argv(*extra), sudo=not self.user, check=True)
+        res = self._run(self._journal_argv(*extra), check=True)
         entries = [e for e in map(parse_journal_line, res.stdout.splitlines()) if e is not None]
         entries = [e for e in entries if e.cursor != cursor]
         # with a starting point journalctl's -n counts from it; `lines` always means the newest N
@@ -191,7 +202,11 @@ class Systemd:
     def follow(self, cursor: str | None = None) -> Iterator[JournalEntry]:
         """New entries as they are written (after `cursor` when given). Close the iterator to stop."""
         extra = ["-f"] + (["--cursor", cursor] if cursor else ["-n", "0"])
-        lines = self.host.stream(self._journal_argv(*extra), sudo=not self.user)
+        argv = self._journal_argv(*extra)
+        if self.user:
+            lines = self.host.stream(["sh", "-c", _USER_RUNTIME, "k26ctl", *argv])
+        else:
+            lines = self.host.stream(argv, sudo=True)
         try:
             for line in lines:
                 entry = parse_journal_line(line)
@@ -205,9 +220,7 @@ class Systemd:
     def cursor_now(self) -> str:
         """A cursor at the end of the whole journal: later entries of this unit come after it."""
         scope = ["--user"] if self.user else []
-        res = self.host.run(
-            ["journalctl", *scope, "-o", "json", "-n", "1", "--no-pager"], sudo=not self.user, check=True
-        )
+        res = self._run(["journalctl", *scope, "-o", "json", "-n", "1", "--no-pager"], check=True)
         for line in reversed(res.stdout.splitlines()):
             entry = parse_journal_line(line)
             if entry is not None:
