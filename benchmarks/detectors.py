@@ -1,11 +1,16 @@
 """Recall and false-positive rate of the smoke detectors on labelled real outputs.
 
-Usage: python benchmarks/detectors.py [CORPUS.jsonl ...] [--verbose]
+Usage: python benchmarks/detectors.py [CORPUS.jsonl ...] [--verbose] [--collect-lab FILE]
 Default corpus: ../shared/corpus/dev.jsonl (relative to the repository), or $K26CTL_CORPUS.
 
 Two naive baselines are measured beside `score_text`:
   - bang regex: degenerate when the text contains "!!!!";
   - whisper gzip: degenerate when len(utf8) / len(zlib(utf8)) > 2.4 over the whole text.
+
+Lab outputs: `--collect-lab FILE` first runs the real lab server under NONE, DDTree budget 16 (NaN
+and stale unvisited rows, and the mask-only variant) and the patched budget 16, asks every question and
+paragraph opening the lab model was trained on (greedy, four requests in flight), labels each output
+'good' when it equals the NONE output and 'bad' otherwise, writes FILE, and scores it too.
 
 Held-out estimate: the detectors were calibrated on dev.jsonl. Before any threshold was tuned, the
 corpus was split by source URL (sha256(source) mod 10 < 3 -> "held-out", 14 of 60 texts); tuning
@@ -110,13 +115,87 @@ def line(name: str, s: Score) -> str:
     )
 
 
+# Lab outputs: the real lab server (tiny byte-level model) under the DDTree mask bug and its variants.
+LAB_CONFIGS: list[tuple[str, str, dict[str, str]]] = [
+    ("none", "none", {}),
+    ("b16-nan", "ddtree-b16", {"K26LAB_UNVISITED": "nan"}),
+    ("b16-stale", "ddtree-b16", {"K26LAB_UNVISITED": "stale"}),
+    ("b16-mask-only", "ddtree-b16", {"K26LAB_UNVISITED": "stale", "K26LAB_BUG_SCOPE": "mask-only"}),
+    ("b16-patched", "ddtree-b16-patched", {}),
+]
+
+
+def collect_lab(path: Path) -> None:
+    """Greedy outputs of the lab server for every training question and paragraph opening, under each
+    configuration, four requests in flight. Label: 'good' when identical to the NONE server's output
+    (greedy speculative decoding is lossless), else 'bad'. Written as JSON Lines like dev.jsonl."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys.path.insert(0, str(ROOT / "tests" / "smoke"))
+    from lab_server import lab_server
+
+    from k26ctl.lab.corpus import _paragraphs, parse_chats
+    from k26ctl.smoke.client import SGLangClient
+
+    data = ROOT / "k26ctl" / "lab" / "data"
+    chats = [q for q, _t, _a in parse_chats((data / "chats.txt").read_text())]
+    openings = [p.split(". ")[0] + "." for p in _paragraphs((data / "prose.txt").read_text())]
+    jobs = [("chat", q, 200) for q in chats] + [("generate", o, 300) for o in openings]
+    reference: dict[str, str] = {}
+    rows: list[dict[str, str]] = []
+    for name, profile, env in LAB_CONFIGS:
+        with (
+            lab_server(profile, patched=profile.endswith("-patched"), env=env) as server,
+            SGLangClient(server.url, timeout=120) as client,
+        ):
+
+            def ask(job: tuple[str, str, int], client: SGLangClient = client) -> str:
+                api, prompt, limit = job
+                if api == "chat":
+                    messages = [{"role": "user", "content": prompt}]
+                    kwargs = {"thinking": False}
+                    return client.chat(
+                        messages,
+                        model="k26lab-tiny",
+                        temperature=0,
+                        max_tokens=limit,
+                        chat_template_kwargs=kwargs,
+                    ).text
+                return client.generate(prompt, temperature=0, max_new_tokens=limit).text
+
+            with ThreadPoolExecutor(4) as pool:
+                texts = list(pool.map(ask, jobs))
+        for (api, prompt, _limit), text in zip(jobs, texts, strict=True):
+            if name == "none":
+                reference[prompt] = text
+            label = "good" if text == reference[prompt] else "bad"
+            rows.append(
+                {
+                    "text": text,
+                    "label": label,
+                    "category": name,
+                    "prompt": prompt,
+                    "source": f"k26ctl lab server, {name}, {api}",
+                    "engine": "k26ctl.lab.serve",
+                    "note": "",
+                }
+            )
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    print(f"wrote {len(rows)} lab outputs to {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("corpus", nargs="*", type=Path)
     parser.add_argument("--verbose", "-v", action="store_true", help="list every miss and false positive")
+    parser.add_argument(
+        "--collect-lab", type=Path, metavar="FILE", help="first write lab server outputs to FILE"
+    )
     args = parser.parse_args(argv)
+    if args.collect_lab:
+        collect_lab(args.collect_lab)
     paths = args.corpus or [default_corpus()]
     methods: dict[str, Callable[[str], bool]] = {
         "k26ctl": ours,
