@@ -71,7 +71,7 @@ def reproduce_command(spec: SessionSpec, step: StepRecord, session: str) -> str:
         sets.append(f"{key}={json.dumps(value)}" if not isinstance(value, str) else f"{key}={value}")
     set_args = " ".join(f"--set {_q(s)}" for s in sets)
     profile_arg = _q(profile or "")
-    deploy = f"k26ctl deploy {profile_arg} {set_args} --yes".replace("  ", " ")
+    deploy = f"k26ctl deploy {profile_arg} {set_args} --yes --no-smoke".replace("  ", " ")
     if spec.run:
         keys = sorted(step.assignment)
         env = {
