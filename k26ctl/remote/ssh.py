@@ -29,6 +29,10 @@ from k26ctl.remote.shell import Process, ShellHost
 # server that is still loading are refused by design. Without an application logging setup, say nothing.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
+# paramiko logs expected failures (a refused forward, a failed auth) as warnings; without a handler
+# Python would print them to stderr next to k26ctl's own one-line error
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
