@@ -198,3 +198,25 @@ def test_score_lines_keeps_order_and_reports_bad_lines() -> None:
         score_lines(["{"])
     with pytest.raises(ConfigError, match="'kind' must be a string"):
         score_lines([json.dumps({"text": "x", "kind": 3})])
+
+
+# ---- profile settings --------------------------------------------------------------------------------
+
+
+def test_options_and_api_key_from_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from k26ctl.profile import load_profile
+    from k26ctl.smoke.target import api_key_from_env, options_from_profile
+
+    root = Path(__file__).resolve().parents[2]
+    profile = load_profile(root / "profiles" / "lab" / "ddtree-b16.yaml", ["smoke.timeout=33"]).profile
+    options = options_from_profile(profile, concurrency=4, baseline=None)
+    assert options.min_accept_length == profile.smoke.min_accept_length
+    assert options.timeout == 33 and options.concurrency == 4
+    assert options_from_profile(profile).concurrency == profile.smoke.concurrency
+
+    assert api_key_from_env(None) is None
+    monkeypatch.setenv("K26_SMOKE_KEY", "abc")
+    assert api_key_from_env("K26_SMOKE_KEY") == "abc"
+    monkeypatch.delenv("K26_SMOKE_KEY")
+    with pytest.raises(ConfigError, match="K26_SMOKE_KEY is not set"):
+        api_key_from_env("K26_SMOKE_KEY")
