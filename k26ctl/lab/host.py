@@ -451,6 +451,7 @@ def lab_up(name: str = "k26lab", install_deps: bool = False) -> LabHostState:
         return status.host
     if status.state == "stale":
         lab_down(name)
+    sweep_crashed(exclude=name)
     sdir = state_dir(name)
     if sdir.exists():
         shutil.rmtree(sdir)
@@ -501,6 +502,25 @@ def lab_up(name: str = "k26lab", install_deps: bool = False) -> LabHostState:
     except BaseException:
         lab_down(name)
         raise
+
+
+def sweep_crashed(exclude: str | None = None) -> list[str]:
+    """Tear down lab hosts whose nspawn died without a `down` (a killed test run), so their subnets
+    are not held forever. Only hosts whose state file names a dead nspawn: a host still being
+    brought up has no state file yet (it is written once nspawn runs)."""
+    swept = []
+    for other in netns.lab_namespaces():
+        if other == exclude or not _NAME_RE.match(other):
+            continue
+        try:
+            state = load_state(other)
+        except K26Error:
+            continue
+        if state is None or _alive(state):
+            continue
+        lab_down(other)
+        swept.append(other)
+    return swept
 
 
 def lab_down(name: str = "k26lab", *, timeout: float = 6.0) -> bool:

@@ -43,14 +43,18 @@ def test_parallel_hosts_crash_recovery_and_clean_teardown() -> None:
                 assert h.run(["systemctl", "is-system-running"]).stdout.strip() in ("running", "degraded")
         assert lab_up(NAMES[0]).pid == states[0].pid  # already up: the same host
 
-        # a crashed host (nspawn killed outright) is detected as stale and replaced on the next up
-        os.kill(states[0].pid, signal.SIGKILL)
+        # crashed hosts (nspawn killed outright) are stale; the next up replaces its own and sweeps
+        # the others away
+        for state in states:
+            os.kill(state.pid, signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while lab_status(NAMES[0]).state != "stale" and time.monotonic() < deadline:
+        while {lab_status(n).state for n in NAMES} != {"stale"} and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert lab_status(NAMES[0]).state == "stale"
+        assert [lab_status(n).state for n in NAMES] == ["stale", "stale"]
         revived = lab_up(NAMES[0])
         assert revived.pid != states[0].pid
+        assert lab_status(NAMES[1]).state == "down"
+        assert leftovers(NAMES[1], states[1]) == []
         with connect(lab_profile(revived)) as h:
             assert h.run(["true"]).ok
         states[0] = revived
