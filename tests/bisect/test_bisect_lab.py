@@ -209,6 +209,8 @@ exec /opt/k26lab/venv/bin/python "$@"
 
 
 def test_a_value_whose_service_fails_to_load_is_skipped_and_the_search_converges(lab_host, lab_env) -> None:
+    """Also the --run path after a real deploy: the command judges through K26_BISECT_URL (a port
+    forward over SSH into the lab host) and checks K26_BISECT_PROFILE is the step's profile."""
     from k26ctl.profile import load_profile
     from k26ctl.remote import connect
 
@@ -216,17 +218,24 @@ def test_a_value_whose_service_fails_to_load_is_skipped_and_the_search_converges
     loaded = load_profile(LAB / "ddtree-b16.yaml", [f"host.lab={lab_host.name}"])
     with connect(loaded.profile) as host:
         host.write_file_atomic(wrapper, LOAD_FAILS_AT_11.encode(), mode=0o755, sudo=True, backup=False)
-    # the ends are trusted here (other tests verify them): 11 (skip), 12, 9, 8
-    done = k26ctl(
-        *budget_search(lab_host, "--set", f"sglang.python={wrapper}", "--no-verify-ends"), env=lab_env
+    judge = (
+        'grep -q "budget: $K26_BISECT_VALUE$" "$K26_BISECT_PROFILE" || exit 200; '
+        f'{sys.executable} -m k26ctl smoke --url "$K26_BISECT_URL" --suite {SUITE}'
     )
+    # the ends are trusted here (other tests verify them): 11 (skip), 12, 9, 8
+    args = budget_search(lab_host, "--set", f"sglang.python={wrapper}", "--no-verify-ends", "--run", judge)
+    done = k26ctl(*args, env=lab_env)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
-    verdicts = {s["value"]: s["verdict"] for s in doc["steps"]}
-    print(
-        "\nsteps with a load failure at 11:", [(s["value"], s["verdict"], s["seconds"]) for s in doc["steps"]]
-    )
-    assert verdicts[11] == "skip"
+    steps = [(s["value"], s["verdict"], s["seconds"]) for s in doc["steps"]]
+    print("\nsteps with a load failure at 11, judged by --run:", steps)
+    assert [(value, verdict) for value, verdict, _ in steps] == [
+        (11, "skip"),
+        (12, "bad"),
+        (9, "bad"),
+        (8, "bad"),
+    ]
+    assert "--run exited 1" in done.stderr and "did not come up" in done.stderr
     assert (doc["first_bad"], doc["last_good"]) == (8, 7)
     assert doc["max_restarts"] == 4  # ceil(log2 10), no end checks
     assert len(doc["steps"]) <= doc["max_restarts"] + 1  # one extra probe for the skipped value
