@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import re
 import unicodedata
 from collections.abc import Callable
@@ -641,6 +642,43 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
     return []
 
 
+_JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def detect_broken_json(text: str, profile: KindProfile, finish_reason: str | None = None) -> list[Finding]:
+    """A JSON answer whose structure breaks before its end (keys without values, a lost brace).
+    A document cut at the token limit fails only at its very end and is not reported, unless the
+    model said it was done (finish_reason 'stop'); JSON followed by prose is fine."""
+    if profile.name != "json":
+        return []
+    stripped = text.strip()
+    fence = _JSON_FENCE.match(stripped)
+    block = (fence.group(1) if fence else stripped).rstrip()
+    base = text.find(block) if block else 0
+    if not block.startswith(("{", "[")):
+        return []
+    try:
+        json.loads(block)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            return []
+        truncated = exc.pos >= len(block) - 2
+        if truncated and finish_reason != "stop":
+            return []
+        where = base + exc.pos
+        return [
+            Finding(
+                "broken_json",
+                float(exc.pos),
+                float(len(block)),
+                (where, min(len(text), where + 1)),
+                _excerpt(text, max(0, where - 30), where + 30),
+                f"JSON breaks at line {exc.lineno} column {exc.colno}: {exc.msg}",
+            )
+        ]
+    return []
+
+
 Detector = Callable[..., list[Finding]]
 
 
@@ -667,6 +705,7 @@ def score_text(
         shown += detect_token_soup(view, profile)
         shown += detect_gibberish(view, profile)
         shown += detect_low_content(view, profile)
+        shown += detect_broken_json(view, profile, finish_reason)
         if offset:
             shown = [dataclasses.replace(f, span=(f.span[0] + offset, f.span[1] + offset)) for f in shown]
             shown.append(

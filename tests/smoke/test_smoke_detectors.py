@@ -439,3 +439,21 @@ def test_markup_is_not_gibberish() -> None:
         "and you can write to help@example.org if the docs at www.example.org are not clear enough for you."
     )
     assert detect_gibberish(text, PROSE) == []
+
+
+def test_broken_json_structure_but_not_truncation() -> None:
+    from k26ctl.smoke.detectors import detect_broken_json
+
+    profile = PROFILES["json"]
+    broken = '```json\n{\n  "items": [\n    {"item": "Kokosmilch", "amount": "400 ml"},\n    {"item": "Zwiebel", "1 Stück"},\n'
+    findings = detect_broken_json(broken, profile)
+    assert findings and findings[0].detector == "broken_json"
+    assert broken[findings[0].span[0] :].startswith("}")
+    truncated = JSON_ANSWER[: len(JSON_ANSWER) // 2]
+    assert detect_broken_json(truncated, profile) == []  # cut by the token limit
+    assert detect_broken_json(
+        truncated, profile, finish_reason="stop"
+    )  # ... but not if the model stopped there
+    assert detect_broken_json(JSON_ANSWER + "\n\nThis object lists eight items.", profile) == []
+    assert detect_broken_json("```json\n" + JSON_ANSWER + "\n```", profile) == []
+    assert detect_broken_json(broken, PROSE) == []
