@@ -38,6 +38,19 @@ def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveS
             server.stop()
 
 
+@pytest.fixture(scope="module")
+def slow_hang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """Launched when first used, so that its stretched load is still running when the test polls."""
+    server = start_server(
+        tmp_path_factory.mktemp("slow"),
+        [],
+        env={"K26LAB_FAULT": "hang", "K26LAB_LOAD_SECONDS": "4"},
+        wait_ready=False,
+    )
+    yield server
+    server.stop()
+
+
 def _exit_code(server: LiveServer, timeout: float = 90) -> int:
     return server.proc.wait(timeout)
 
@@ -58,8 +71,8 @@ def test_missing_model_path_fails_at_load(faulty: dict[str, LiveServer]) -> None
     assert "fired up" not in log
 
 
-def test_loading_is_stretched_with_progress_and_health_503(faulty: dict[str, LiveServer]) -> None:
-    server = faulty["slow_hang"]
+def test_loading_is_stretched_with_progress_and_health_503(slow_hang: LiveServer) -> None:
+    server = slow_hang
     seen_503 = False
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and "fired up" not in server.log():
@@ -78,8 +91,8 @@ def test_loading_is_stretched_with_progress_and_health_503(faulty: dict[str, Liv
     assert elapsed >= 4.0
 
 
-def test_hanging_generation_while_health_is_fine(faulty: dict[str, LiveServer]) -> None:
-    server = faulty["slow_hang"].wait_ready()
+def test_hanging_generation_while_health_is_fine(slow_hang: LiveServer) -> None:
+    server = slow_hang.wait_ready()
     assert httpx.get(server.url + "/health", timeout=30).status_code == 200
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(server.url + "/v1/completions", json={"prompt": "The", "max_tokens": 4}, timeout=2)
