@@ -662,7 +662,7 @@ def detect_broken_json(text: str, profile: KindProfile, finish_reason: str | Non
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             return []
-        truncated = exc.pos >= len(block) - 2
+        truncated = exc.pos >= len(block) or exc.msg.startswith("Unterminated string")
         if truncated and finish_reason != "stop":
             return []
         where = base + exc.pos

@@ -445,7 +445,10 @@ def test_broken_json_structure_but_not_truncation() -> None:
     from k26ctl.smoke.detectors import detect_broken_json
 
     profile = PROFILES["json"]
-    broken = '```json\n{\n  "items": [\n    {"item": "Kokosmilch", "amount": "400 ml"},\n    {"item": "Zwiebel", "1 Stück"},\n'
+    broken = (
+        '```json\n{\n  "items": [\n    {"item": "Kokosmilch", "amount": "400 ml"},\n'
+        '    {"item": "Zwiebel", "1 Stück"},\n'
+    )
     findings = detect_broken_json(broken, profile)
     assert findings and findings[0].detector == "broken_json"
     assert broken[findings[0].span[0] :].startswith("}")
