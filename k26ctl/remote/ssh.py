@@ -394,8 +394,16 @@ class SSHHost(ShellHost):
             select.select([channel], [], [], 0.5)
         if sender is not None:
             sender.join(timeout=5)
+        # -1: no exit status came back, either the command died of a signal (paramiko does not keep
+        # which) or the connection itself is gone
         rc = channel.recv_exit_status() if channel.exit_status_ready() else -1
         channel.close()
+        transport = channel.get_transport()
+        if rc == -1 and (transport is None or not transport.is_active()):
+            raise UnreachableError(
+                f"{self.name}: SSH connection lost while running `{' '.join(argv[:3])}`",
+                "check the host; the command may or may not have completed",
+            )
         return rc, b"".join(out), b"".join(err)
 
     def _spawn(self, argv: Sequence[str]) -> Process:

@@ -76,6 +76,16 @@ def test_command_timeout(host: SSHHost) -> None:
     assert host.run(["true"]).ok  # the connection is still usable
 
 
+def test_lost_connection_is_an_error_and_the_next_command_reconnects(host: SSHHost) -> None:
+    # the command kills its own sshd session process: the connection drops mid-command
+    with pytest.raises(UnreachableError) as exc:
+        host.run(["sh", "-c", "echo before; kill -9 $PPID; sleep 5"])
+    assert "connection lost" in _one_line_69(exc)
+    assert host.run(["true"]).ok
+    # a command killed by a signal is a result (-1: SSH does not say which signal), not a lost host
+    assert host.run(["sh", "-c", "kill -9 $$"]).returncode == -1
+
+
 def test_stream_yields_lines_and_stops_the_remote_command(host: SSHHost) -> None:
     lines = host.stream(["sh", "-c", "echo one; echo two; exec sleep 77"])
     assert next(lines) == "one"
