@@ -451,3 +451,34 @@ def test_local_host_has_the_same_file_and_lock_semantics(tmp_path: Path) -> None
         assert "alice@here" in exc.value.message
     with local.forward("localhost", 8080) as addr:
         assert addr == ("127.0.0.1", 8080)
+
+
+def test_cli_host_key_errors_are_one_line_with_exit_69(lab_host: LabHostState, tmp_path: Path) -> None:
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host k26-host\n  HostName {lab_host.address}\n  User root\n  IdentityFile {lab_host.key_path}\n"
+        f"  UserKnownHostsFile {known}\n"
+    )
+    env = dict(os.environ, K26CTL_SSH_CONFIG=str(config), NO_COLOR="1")
+
+    def k26ctl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "k26ctl", *args], capture_output=True, text=True, env=env
+        )
+
+    unknown = k26ctl("status", "base")  # the shipped profile names its host by the alias k26-host
+    assert unknown.returncode == 69
+    lines = unknown.stderr.splitlines()
+    assert lines[0].startswith("error: root@") and "unknown host key" in lines[0]
+    assert len(lines) == 2 and lines[1].startswith("  hint:") and "Traceback" not in unknown.stderr
+
+    k26ctl("status", "base", "--accept-new-host-key")
+    assert known.read_text().split()[0] == lab_host.address
+
+    other = _keygen(tmp_path / "impostor")
+    known.write_text(f"{lab_host.address} {' '.join(Path(f'{other}.pub').read_text().split()[:2])}\n")
+    changed = k26ctl("status", "base", "--accept-new-host-key")
+    assert changed.returncode == 69
+    assert "host key CHANGED" in changed.stderr.splitlines()[0]
