@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,11 @@ def load_state(name: str) -> LabHostState | None:
         return None
     except (OSError, ValueError) as exc:
         raise K26Error(f"lab host {name}: unreadable state file {path}: {exc}") from None
-    return LabHostState(**data)
+    known = {f.name for f in fields(LabHostState)}
+    try:
+        return LabHostState(**{k: v for k, v in data.items() if k in known})
+    except TypeError as exc:
+        raise K26Error(f"lab host {name}: incomplete state file {path}: {exc}") from None
 
 
 def _save_state(state: LabHostState) -> None:
