@@ -7,7 +7,7 @@ ignores them, so a rendered unit can launch it unchanged.
 Modes: ok, hang (accepts, never answers), status500, malformed (200 with broken JSON), huge (a
 multi-megabyte body), binary (random bytes), huge-text and binary-text (valid JSON whose completion
 text is 4 MiB, or random code points with control characters and lone surrogates), die-after-N
-(serves N completions, then exits hard).
+(serves N completions, then exits hard), crash (exits 1 while loading).
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ class FaultHandler(BaseHTTPRequestHandler):
         self.server.count_completion()
         if self._misbehave():
             return
+        time.sleep(self.server.completion_delay)
         text = completion_text(self.server.mode)
         if self.path.startswith("/v1/chat/completions"):
             choice: dict[str, object] = {
@@ -127,6 +128,7 @@ class FaultServer(ThreadingHTTPServer):
         self.mode = mode
         self.model = model
         self.hung = threading.Event()
+        self.completion_delay = float(os.environ.get("FAULT_COMPLETION_DELAY", "0") or 0)
         self.completions = 0
         self.die_after = int(mode.split("-")[-1]) if mode.startswith("die-after-") else None
         self._lock = threading.Lock()
@@ -159,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     args, _ignored = parser.parse_known_args(argv)
     print(f"fault server: loading for {args.load_seconds:g} s (mode {args.mode})", flush=True)
     time.sleep(args.load_seconds)
+    if args.mode == "crash":
+        print("fault server: fatal error while loading (mode crash)", file=sys.stderr, flush=True)
+        return 1
     server = FaultServer((args.host, args.port), args.mode, args.served_model_name or args.model_path)
     print(READY_LINE, flush=True)
     with contextlib.suppress(KeyboardInterrupt):

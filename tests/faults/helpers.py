@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -70,8 +71,10 @@ def assert_clean_failure(run: CliRun, codes: Sequence[int]) -> None:
     assert "Traceback" not in run.output, run.output
     assert run.exit_code in codes, f"exit {run.exit_code} not in {list(codes)}: {run.output[-2000:]}"
     if run.exit_code not in (0, 2):
-        lines = [line for line in run.stderr.splitlines() if line.strip()]
-        assert any(line.startswith("error:") for line in lines), run.stderr
+        # an error line, or the verdict line of a deploy that ran and failed ("...: failed - reason")
+        lines = [line for line in run.output.splitlines() if line.strip()]
+        said = any(line.startswith("error:") or re.search(r": failed - \S", line) for line in lines)
+        assert said, run.output[-3000:]
 
 
 def have_lab_prerequisites() -> str | None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TMPFS_MARK = ".k26faults-tmpfs"  # marks the small tmpfs mounted over the unit directory
+TMPFS_MARK = ".k26faults-tmpfs"  # marks a tmpfs a fault mounted over a host directory
+SSH_DIR = "/etc/k26lab/ssh"  # the lab host's sshd config and host key (read-only bind)
 
 
 @dataclass
@@ -186,23 +187,25 @@ class HostCtl:
         finally:
             self.console(f"umount {quoted}; rm -rf /run/k26faults")
 
-    def replace_host_key(self) -> str:
-        """Give sshd a new host key (keeping the old one aside); returns the old key's path."""
-        config = self.console("cat /etc/k26lab/ssh/sshd_config")
+    def replace_host_key(self) -> None:
+        """Give sshd a new host key. Its config directory is read-only, so a tmpfs holding a copy goes
+        over it (marked, so heal() can take it away) and the key in the copy is regenerated."""
+        config = self.console(f"cat {SSH_DIR}/sshd_config")
         match = re.search(r"^HostKey\s+(\S+)", config, re.MULTILINE)
-        if match is None:
-            raise RuntimeError("sshd_config has no HostKey line")
+        if match is None or not match.group(1).startswith(SSH_DIR + "/"):
+            raise RuntimeError("sshd_config has no HostKey line under " + SSH_DIR)
         key = match.group(1)
         self.console(
-            f"cp -a {key} {key}.k26faults && rm -f {key} {key}.pub && "
+            f"mkdir -p /run/k26faults-ssh && cp -a {SSH_DIR}/. /run/k26faults-ssh/ && "
+            f"mount -t tmpfs -o size=1m tmpfs {SSH_DIR} && cp -a /run/k26faults-ssh/. {SSH_DIR}/ && "
+            f"touch {SSH_DIR}/{TMPFS_MARK} && rm -f {key} {key}.pub && "
             f"ssh-keygen -q -t ed25519 -N '' -f {key} && systemctl restart k26lab-sshd.service"
         )
-        return key
 
-    def restore_host_key(self, key: str) -> None:
+    def restore_host_key(self) -> None:
         self.console(
-            f"mv -f {key}.k26faults {key} && ssh-keygen -y -f {key} > {key}.pub && "
-            "systemctl restart k26lab-sshd.service"
+            f"if [ -e {SSH_DIR}/{TMPFS_MARK} ]; then umount {SSH_DIR}; "
+            "systemctl restart k26lab-sshd.service; fi; rm -rf /run/k26faults-ssh"
         )
 
     @contextmanager
@@ -237,9 +240,8 @@ class HostCtl:
         link = self.outside_link()
         subprocess.run(["ip", "link", "set", link, "up"], capture_output=True)
         subprocess.run(["tc", "qdisc", "del", "dev", link, "root"], capture_output=True)
+        self.restore_host_key()
         self.console(
-            'for k in /etc/k26lab/ssh/*.k26faults; do [ -e "$k" ] || continue; o=${k%.k26faults}; '
-            'mv -f "$k" "$o"; ssh-keygen -y -f "$o" > "$o.pub"; systemctl restart k26lab-sshd.service; done; '
             f"[ -e {shlex.quote(self.unit_dir)}/{TMPFS_MARK} ] && umount {shlex.quote(self.unit_dir)}; "
             "rm -rf /run/k26faults; systemctl start k26lab-sshd.service; "
             f"systemctl reset-failed {shlex.quote(self.unit)} 2>/dev/null; true",

@@ -56,7 +56,7 @@ def fault_profile(lab_name: str) -> dict[str, object]:
             "port": 30000,
         },
         "readiness": {"timeout": 20, "poll_initial": 0.5},
-        "smoke": {"timeout": 10},
+        "smoke": {"timeout": 10, "suite": str(FAULT_SERVER_DIR / "fault_suite.yaml")},
     }
 
 
@@ -106,7 +106,7 @@ class Scenario:
 
     def establish_old(self) -> None:
         sets = self.sets("old")
-        run = self.deploy(sets)
+        run = self.deploy(sets, "--no-smoke")
         assert run.exit_code == 0, f"could not establish the old state: {run.output[-3000:]}"
         self.old_sha = self.host.unit_sha()
         assert self.old_sha == self.expected_sha(sets), "the host's unit is not the rendered one"
@@ -129,7 +129,7 @@ class Scenario:
 
     def assert_recovers(self, sets: Sequence[str]) -> None:
         """The host is not wedged: the same deploy, run again without the fault, converges."""
-        run = self.deploy(sets)
+        run = self.deploy(sets, "--no-smoke")
         assert run.exit_code == 0, f"deploy after the fault did not converge: {run.output[-3000:]}"
         assert self.host.unit_sha() == self.expected_sha(sets)
         assert not self.host.needs_daemon_reload()

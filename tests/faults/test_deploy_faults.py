@@ -1,0 +1,233 @@
+"""Faults caused for real on a lab host while a real `k26ctl deploy` runs. Each ends in a clear message
+and the documented exit code, and the host is read back afterwards (through ssh/nsenter, not through
+k26ctl): the unit is the old one or the new one, byte for byte, nothing half-written is left, systemd
+has loaded what is on disk, the service is in a known state, and the same deploy converges afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .helpers import CliRun, assert_clean_failure
+from .scenario import Scenario
+
+pytestmark = [pytest.mark.labhost, pytest.mark.timeout(180)]
+
+# stderr lines (plain presenter, no TTY) that mark where the deploy is; the interrupt lands in the
+# step that follows the line.
+PHASES = {
+    "connect": r"^\[ok\] validate",
+    "facts": r"^\[ok\] lock",
+    "unit-upload": r"^-> writing ",
+    "daemon-reload": r"^-> systemctl daemon-reload",
+    "restart": r"^-> restarting ",
+    "readiness": r"^\[changed\] restart",
+    "smoke": r"^\[ok\] readiness",
+}
+
+
+def _error_line(run: CliRun) -> str:
+    return next((line for line in run.stderr.splitlines() if line.startswith("error:")), "")[:300]
+
+
+def _no_daemon_reload_pending(sc: Scenario) -> None:
+    assert not sc.host.needs_daemon_reload(), "the unit on disk is not the one systemd has loaded"
+
+
+@pytest.mark.parametrize("phase", list(PHASES))
+def test_ctrl_c_at_each_phase(scenario: Scenario, phase: str) -> None:
+    env = {"FAULT_LOAD_SECONDS": "3" if phase in ("readiness", "restart") else "0.3"}
+    if phase == "smoke":
+        env["FAULT_COMPLETION_DELAY"] = "1"  # a suite of about 2 s, so the signal lands inside it
+    extra = ["--smoke"] if phase == "smoke" else ["--no-smoke"]
+    for attempt in range(3):
+        new = scenario.sets(f"sigint-{phase}-{attempt}", **env)
+        running = scenario.start(new, *extra)
+        line = running.wait_for(PHASES[phase], timeout=60)
+        assert line is not None, f"phase marker for {phase} never appeared: {running.lines[-15:]}"
+        running.interrupt()
+        run = running.finish()
+        if run.exit_code != 0:
+            break
+        # The deploy finished before the signal arrived (a loaded machine): nothing was interrupted.
+        scenario.establish_old()
+    assert run.exit_code == 130, (phase, run.stderr[-2000:])
+    assert "Traceback" not in run.output
+    if phase not in ("connect", "facts"):
+        # From the apply step on, the deploy says which unit it left in place. Earlier, the message
+        # depends on where the signal lands (see test_cli_interrupts.py).
+        assert "interrupted:" in run.stderr, run.stderr[-2000:]
+    state = scenario.old_or_new(new)
+    if phase in ("connect", "facts"):
+        assert state == "old", "interrupted before apply, yet the unit changed"
+    if phase in ("daemon-reload", "restart", "readiness", "smoke"):
+        assert state == "new", "interrupted after the unit was written, yet it is not there"
+    _no_daemon_reload_pending(scenario)
+    scenario.service_state()
+    scenario.assert_recovers(new)
+
+
+def test_two_deploys_at_once(scenario: Scenario) -> None:
+    first = scenario.sets("concurrent-a", FAULT_LOAD_SECONDS="2")
+    second = scenario.sets("concurrent-b", FAULT_LOAD_SECONDS="2")
+    a = scenario.start(first, "--no-smoke")
+    b = scenario.start(second, "--no-smoke")
+    run_a, run_b = a.finish(), b.finish()
+    codes = sorted([run_a.exit_code, run_b.exit_code])
+    assert codes == [0, 1], (run_a.stderr[-1500:], run_b.stderr[-1500:])
+    _winner, loser, winner_sets = (run_a, run_b, first) if run_a.exit_code == 0 else (run_b, run_a, second)
+    assert_clean_failure(loser, (1,))
+    assert "lock" in loser.stderr.lower(), loser.stderr
+    assert scenario.host.unit_sha() == scenario.expected_sha(winner_sets)
+    _no_daemon_reload_pending(scenario)
+    assert scenario.host.wait_active() == "active"
+
+
+def test_sshd_down(scenario: Scenario) -> None:
+    new = scenario.sets("sshd-down")
+    scenario.host.sshd("stop")
+    run = scenario.deploy(new, "--no-smoke", timeout=60)
+    scenario.host.sshd("start")
+    assert_clean_failure(run, (69,))
+    assert scenario.old_or_new(new) == "old"
+    assert scenario.host.active_state() == "active"  # the old server kept running
+    scenario.assert_recovers(new)
+
+
+def test_host_key_changed(scenario: Scenario) -> None:
+    new = scenario.sets("host-key")
+    scenario.host.replace_host_key()
+    try:
+        run = scenario.deploy(new, "--no-smoke", timeout=60)
+        again = scenario.deploy(new, "--no-smoke", "--accept-new-host-key", timeout=60)
+    finally:
+        scenario.host.restore_host_key()
+    assert_clean_failure(run, (69,))
+    assert "host key" in run.stderr.lower(), run.stderr
+    # a changed key is never accepted, not even with the opt-in for unknown keys
+    assert_clean_failure(again, (69,))
+    assert scenario.old_or_new(new) == "old"
+    scenario.assert_recovers(new)
+
+
+@pytest.mark.parametrize("cut", ["kill-sessions", "link-down"])
+def test_connection_cut_during_upload(scenario: Scenario, cut: str) -> None:
+    """A unit padded to 48 KiB over a link shaped to 100 kbit/s takes about 4 s to upload; the
+    connection is cut in the middle of it (sshd's session killed: a reset; or the link taken down: a
+    silent stall that only a timeout ends)."""
+    new = scenario.sets(f"cut-upload-{cut}", K26FAULTS_PAD="x" * 48 * 1024)
+    with scenario.host.slow_link("100kbit"):
+        running = scenario.start(new, "--no-smoke")
+        assert running.wait_for(PHASES["unit-upload"], timeout=60) is not None, running.lines[-15:]
+        time.sleep(1.0)
+        if cut == "kill-sessions":
+            assert scenario.host.kill_ssh_sessions() > 0
+            run = running.finish(timeout=60)
+        else:
+            with scenario.host.link_down():
+                run = running.finish(timeout=90)
+            # the lost client's session is still open on the host; end it as TCP eventually would
+            stale_lock = scenario.deploy(new, "--check", timeout=60)
+            scenario.host.kill_ssh_sessions()
+    assert_clean_failure(run, (1, 69))
+    assert scenario.old_or_new(new) == "old", "the cut upload replaced the unit"
+    _no_daemon_reload_pending(scenario)
+    assert scenario.host.active_state() == "active"
+    scenario.assert_recovers(new)
+    error_lines = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1
+    if cut == "link-down" and "lock" in stale_lock.stderr and stale_lock.exit_code != 0:
+        pytest.xfail(
+            "after the link came back, the dead client's host lock was still held (its sshd session "
+            "lives until TCP keepalive gives up, about 2 h by default): " + _error_line(stale_lock)
+        )
+    if run.exit_code != 69:
+        pytest.xfail(f"a lost connection is reported as exit {run.exit_code}, not 69: {error_lines[0][:200]}")
+
+
+@pytest.mark.parametrize("cut", ["kill-sessions", "link-blip"])
+def test_connection_cut_during_readiness_wait(scenario: Scenario, cut: str) -> None:
+    new = scenario.sets(f"cut-ready-{cut}", FAULT_LOAD_SECONDS="4")
+    running = scenario.start(new, "--no-smoke")
+    assert running.wait_for(PHASES["readiness"], timeout=60) is not None, running.lines[-15:]
+    time.sleep(0.5)
+    if cut == "kill-sessions":
+        assert scenario.host.kill_ssh_sessions() > 0
+    else:
+        with scenario.host.link_down():
+            time.sleep(3)
+    run = running.finish(timeout=90)
+    assert_clean_failure(run, (0, 1, 69))
+    assert scenario.old_or_new(new) == "new"
+    _no_daemon_reload_pending(scenario)
+    assert scenario.host.wait_active() == "active"
+    scenario.assert_recovers(new)
+    # either k26ctl rides it out (a new connection) or it says the host was lost
+    if run.exit_code == 1:
+        pytest.xfail(f"a lost connection during readiness is reported as exit 1, not 69: {_error_line(run)}")
+
+
+@pytest.mark.parametrize("mode", ["hang", "status500", "malformed"])
+def test_health_endpoint_misbehaves(scenario: Scenario, mode: str) -> None:
+    new = [*scenario.sets(f"health-{mode}", FAULT_MODE=mode), "readiness.timeout=4"]
+    run = scenario.deploy(new, "--no-smoke", timeout=90)
+    assert_clean_failure(run, (1,))
+    assert "ready" in run.stderr.lower(), run.stderr[-2000:]
+    assert scenario.old_or_new(new) == "new"
+    assert scenario.host.active_state() == "active"  # the process is up; it just never became ready
+    scenario.assert_recovers(scenario.sets("health-recovered"))
+
+
+def test_health_hang_with_rollback_restores_the_old_unit(scenario: Scenario) -> None:
+    new = [*scenario.sets("health-hang-rollback", FAULT_MODE="hang"), "readiness.timeout=4"]
+    run = scenario.deploy(new, "--no-smoke", "--rollback-on-failure", timeout=120)
+    assert_clean_failure(run, (1,))
+    assert "roll" in run.stderr.lower()
+    assert scenario.old_or_new(new) == "old"
+    _no_daemon_reload_pending(scenario)
+    assert scenario.host.wait_active() == "active"
+
+
+def test_crash_loop_reaches_the_start_limit(scenario: Scenario) -> None:
+    new = [*scenario.sets("crash-loop", FAULT_MODE="crash"), "service.restart_sec=0"]
+    run = scenario.deploy(new, "--no-smoke", timeout=90)
+    assert_clean_failure(run, (1,))
+    assert scenario.old_or_new(new) == "new"
+    deadline = time.monotonic() + 20
+    while scenario.host.active_state() != "failed" and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert scenario.host.active_state() == "failed"
+    journal = scenario.host.console("journalctl -u sglang.service --no-pager -n 30")
+    assert "Start request repeated too quickly" in journal  # systemd's own start limit, for real
+    # a unit stuck at its start limit must not wedge the next deploy
+    scenario.assert_recovers(scenario.sets("crash-recovered"))
+    if "fatal error while loading" not in run.output:
+        pytest.xfail(
+            "the report's journal lines stop before the server's own error line (the failure was seen "
+            "as a restart first)"
+        )
+
+
+def test_disk_full_while_uploading(scenario: Scenario) -> None:
+    new = scenario.sets("disk-full", K26FAULTS_PAD="y" * 8192)
+    with scenario.host.tiny_unit_dir("4k"):
+        run = scenario.deploy(new, "--no-smoke", timeout=60)
+        assert_clean_failure(run, (1, 69, 77))
+        assert run.exit_code != 0
+        assert "space" in run.stderr.lower(), run.stderr[-2000:]
+        assert scenario.old_or_new(new) == "old"
+        _no_daemon_reload_pending(scenario)
+    assert scenario.host.active_state() == "active"
+    scenario.assert_recovers(new)
+
+
+def test_server_dies_mid_smoke(scenario: Scenario) -> None:
+    new = scenario.sets("die-mid-smoke", FAULT_MODE="die-after-1")
+    run = scenario.deploy(new, "--smoke", timeout=90)
+    assert_clean_failure(run, (1, 69))
+    assert run.exit_code != 0
+    assert scenario.old_or_new(new) == "new"
+    scenario.service_state()
+    scenario.assert_recovers(scenario.sets("die-recovered"))
