@@ -29,6 +29,7 @@ from k26ctl.remote.base import Host
 
 UNIT_PROPS = ("ActiveState", "SubState", "NRestarts", "MainPID", "ExecMainStatus", "Result")
 UNIT_CHECK_INTERVAL = 1.0
+JOURNAL_POLL_INTERVAL = 0.5  # when following the journal broke
 PENDING_PROBE_TICK = 0.05  # how often the loop looks whether a running probe has answered
 PROBE_TIMEOUT = 5.0
 
@@ -139,6 +140,7 @@ class JournalFeed:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._following = True
         self._stop = threading.Event()
+        self._last_poll = 0.0
         self._thread = threading.Thread(target=self._follow, name="k26ctl-journal", daemon=True)
         self._thread.start()
 
@@ -163,7 +165,12 @@ class JournalFeed:
         """Entries that arrived, waiting up to `timeout` seconds for the first one."""
         entries: list[Any] = []
         if not self._following and self._queue.empty():
-            time.sleep(max(0.0, min(timeout, 0.25)))
+            # Polling fallback: one journal read per JOURNAL_POLL_INTERVAL at most.
+            wait = self._last_poll + JOURNAL_POLL_INTERVAL - time.monotonic()
+            if wait > timeout:
+                time.sleep(max(0.0, timeout))
+                return entries
+            time.sleep(max(0.0, wait))
             return self._poll()
         try:
             item = self._queue.get(timeout=max(0.0, timeout))
@@ -181,6 +188,7 @@ class JournalFeed:
                 return entries
 
     def _poll(self) -> list[Any]:
+        self._last_poll = time.monotonic()
         try:
             entries = list(self._systemd.journal(cursor=self._cursor))
         except Exception:

@@ -1,0 +1,59 @@
+"""JournalFeed: lines from the follow stream, and polling from the last cursor when the stream breaks
+(a dropped journalctl -f cannot be caused on demand on a real host, so a small stand-in plays it)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from k26ctl.health import JournalFeed
+
+
+@dataclass(frozen=True)
+class Entry:
+    cursor: str
+    message: str
+    timestamp_us: int = 0
+
+
+class FollowThenBreak:
+    """Follows two lines, then the stream breaks; journal() serves what came after."""
+
+    def __init__(self) -> None:
+        self.journal_calls: list[str | None] = []
+        self.release = threading.Event()
+
+    def follow(self, cursor: str | None = None) -> Iterator[Entry]:
+        yield Entry("c1", "Started x.service.")
+        yield Entry("c2", "Loading safetensors checkpoint shards:  50% Completed | 8/16")
+        self.release.wait(5)
+        raise ConnectionError("channel closed")
+
+    def journal(self, cursor: str | None = None) -> list[Entry]:
+        self.journal_calls.append(cursor)
+        if cursor == "c2":
+            return [Entry("c3", "The server is fired up and ready to roll!")]
+        return []
+
+
+def drain(feed: JournalFeed, until: float) -> list[str]:
+    seen: list[str] = []
+    while time.monotonic() < until:
+        seen += [e.message for e in feed.get(0.1)]
+    return seen
+
+
+def test_follow_then_poll_from_the_last_cursor() -> None:
+    systemd = FollowThenBreak()
+    feed = JournalFeed(systemd, cursor="c0")
+    first = drain(feed, time.monotonic() + 0.5)
+    assert first == ["Started x.service.", "Loading safetensors checkpoint shards:  50% Completed | 8/16"]
+    systemd.release.set()
+    later = drain(feed, time.monotonic() + 1.5)
+    assert later == ["The server is fired up and ready to roll!"]
+    assert systemd.journal_calls[0] == "c2"
+    # Polling is throttled: about one journal read per half second, not one per get().
+    assert len(systemd.journal_calls) <= 4
+    feed.stop()
