@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import getpass
 import os
+import queue
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 
@@ -22,6 +24,16 @@ class _PopenProcess(Process):
         self._stderr = b""
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        self._stdout_reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._stdout_reader.start()
+
+    def _read_stdout(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        for line in iter(stream.readline, b""):
+            self._lines.put(line)
+        self._lines.put(None)
 
     def _read_stderr(self) -> None:
         stream = self.proc.stderr
@@ -29,10 +41,14 @@ class _PopenProcess(Process):
         for chunk in iter(lambda: stream.read(4096), b""):
             self._stderr += chunk
 
-    def readline(self) -> str | None:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
+    def readline(self, deadline: float | None = None) -> str | None:
+        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError from None
+        if line is None:
+            self._lines.put(None)  # EOF stays EOF for later calls
             return None
         return line.rstrip(b"\n").decode("utf-8", "replace")
 
@@ -47,8 +63,7 @@ class _PopenProcess(Process):
         except subprocess.TimeoutExpired:
             return None
         self._reader.join(timeout=1)
-        if self.proc.stdout:
-            self.proc.stdout.close()
+        self._stdout_reader.join(timeout=1)
         return rc
 
     def stderr_text(self) -> str:

@@ -30,8 +30,9 @@ class Process(abc.ABC):
     """A running command: stdout lines as they come, stdin that can be closed, an exit code."""
 
     @abc.abstractmethod
-    def readline(self) -> str | None:
-        """The next stdout line without its newline, or None at EOF."""
+    def readline(self, deadline: float | None = None) -> str | None:
+        """The next stdout line without its newline, or None at EOF; TimeoutError once
+        time.monotonic() passes `deadline` without a complete line."""
 
     @abc.abstractmethod
     def close_stdin(self) -> None: ...
@@ -137,18 +138,21 @@ class ShellHost(Host):
     def stream(
         self, argv: Sequence[str], *, sudo: bool = False, timeout: float | None = None
     ) -> Iterator[str]:
+        """Lines of argv's stdout as they come. With `timeout` the stream ends after that many
+        seconds even while no line arrives; closing the iterator stops the command on the host."""
         full = self._wrap(scripts.sh(scripts.UNTIL_STDIN_EOF, *argv), sudo=sudo)
         proc = self._spawn(full)
         deadline = time.monotonic() + timeout if timeout else None
         finished = False
         try:
             while True:
-                line = proc.readline()
+                try:
+                    line = proc.readline(deadline)
+                except TimeoutError:
+                    return  # the caller's time is up: stop quietly, the command is stopped below
                 if line is None:
                     break
                 yield line
-                if deadline and time.monotonic() > deadline:
-                    return
             finished = True
         finally:
             proc.close_stdin()

@@ -145,9 +145,14 @@ class _ChannelProcess(Process):
         while self.channel.recv_stderr_ready():
             self._stderr += self.channel.recv_stderr(65536)
 
-    def readline(self) -> str | None:
+    def readline(self, deadline: float | None = None) -> str | None:
         while b"\n" not in self._buffer and not self._eof:
-            select.select([self.channel], [], [], 1.0)
+            wait = 1.0
+            if deadline is not None:
+                wait = min(wait, deadline - time.monotonic())
+                if wait <= 0:
+                    raise TimeoutError
+            select.select([self.channel], [], [], wait)
             self._pump()
             if self.channel.recv_ready():
                 chunk = self.channel.recv(65536)

@@ -199,14 +199,15 @@ class Systemd:
         # with a starting point journalctl's -n counts from it; `lines` always means the newest N
         return entries[-lines:] if lines else entries
 
-    def follow(self, cursor: str | None = None) -> Iterator[JournalEntry]:
-        """New entries as they are written (after `cursor` when given). Close the iterator to stop."""
+    def follow(self, cursor: str | None = None, *, timeout: float | None = None) -> Iterator[JournalEntry]:
+        """New entries as they are written (after `cursor` when given). Close the iterator to stop;
+        with `timeout` it also ends by itself after that many seconds, quiet journal or not."""
         extra = ["-f"] + (["--cursor", cursor] if cursor else ["-n", "0"])
         argv = self._journal_argv(*extra)
         if self.user:
-            lines = self.host.stream(["sh", "-c", _USER_RUNTIME, "k26ctl", *argv])
+            lines = self.host.stream(["sh", "-c", _USER_RUNTIME, "k26ctl", *argv], timeout=timeout)
         else:
-            lines = self.host.stream(argv, sudo=True)
+            lines = self.host.stream(argv, sudo=True, timeout=timeout)
         try:
             for line in lines:
                 entry = parse_journal_line(line)

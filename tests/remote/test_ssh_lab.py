@@ -100,6 +100,16 @@ def test_stream_yields_lines_and_stops_the_remote_command(host: SSHHost) -> None
         list(host.stream(["sh", "-c", "echo partial; exit 3"]))
 
 
+def test_stream_timeout_ends_a_silent_stream(host: SSHHost) -> None:
+    start = time.monotonic()
+    assert list(host.stream(["sh", "-c", "echo first; exec sleep 78"], timeout=1.0)) == ["first"]
+    assert time.monotonic() - start < 6
+    deadline = time.monotonic() + 5
+    while host.run(["pgrep", "-x", "-f", "sleep 78"]).ok and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not host.run(["pgrep", "-x", "-f", "sleep 78"]).ok
+
+
 # ---- host keys, auth, reachability -------------------------------------------------------------
 
 
@@ -449,6 +459,8 @@ def test_local_host_has_the_same_file_and_lock_semantics(tmp_path: Path) -> None
         with pytest.raises(LockHeldError) as exc, LocalHost().lock("t-local", holder="bob@there"):
             pass
         assert "alice@here" in exc.value.message
+    assert list(local.stream(["sh", "-c", "echo x; exec sleep 30"], timeout=0.5)) == ["x"]
+    assert list(local.stream(["printf", "a\\nb"])) == ["a", "b"]
     with local.forward("localhost", 8080) as addr:
         assert addr == ("127.0.0.1", 8080)
 

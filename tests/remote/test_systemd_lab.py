@@ -224,6 +224,10 @@ def test_follow_streams_new_entries(prepared: SSHHost, lab_host: LabHostState) -
         stream.close()  # type: ignore[attr-defined]
         sd.stop()
     assert any(m.startswith("Started") for m in seen)
+    # nothing new for this unit: a follow with a timeout ends by itself
+    start = time.monotonic()
+    assert list(sd.follow(sd.cursor_now(), timeout=1.0)) == []
+    assert time.monotonic() - start < 6
     # closing the stream stopped the remote journalctl
     deadline = time.monotonic() + 5
     while host.run(["pgrep", "-f", "journalctl.*k26t-follow"]).ok and time.monotonic() < deadline:
