@@ -145,15 +145,22 @@ def test_reasoning_content_is_checked_too() -> None:
     assert bad and all(any(f.detector.startswith("reasoning.") for f in r.findings) for r in bad)
 
 
-def test_expectation_failure_and_warn_severity() -> None:
+def test_json_answer_that_stops_mid_document_is_broken() -> None:
     with FakeSGLang(with_override("json", lambda: '{"name": "Ada Lovelace", "born": 1815')) as fake:
+        report = run(fake)
+    bad = [r for r in report.failed_results if r.prompt_id == "json"]
+    assert bad and all({"broken_json", "expect.json"} <= {f.detector for f in r.findings} for r in bad)
+
+
+def test_expectation_failure_and_warn_severity() -> None:
+    with FakeSGLang(with_override("json", lambda: "name: Ada Lovelace, born: 1815")) as fake:
         report = run(fake)
     bad = [r for r in report.failed_results if r.prompt_id == "json"]
     assert bad and all(any(f.detector == "expect.json" for f in r.findings) for r in bad)
 
     data = json.loads(json.dumps(SUITE_DATA))
     data["prompts"][2]["expect"][0]["severity"] = "warn"
-    with FakeSGLang(with_override("json", lambda: '{"name": "Ada Lovelace", "born": 1815')) as fake:
+    with FakeSGLang(with_override("json", lambda: "name: Ada Lovelace, born: 1815")) as fake:
         report = run(fake, parse_suite(data))
     assert report.passed
     assert any(r.verdict == "warn" for r in report.results if r.prompt_id == "json")
