@@ -92,15 +92,19 @@ def deploy(
     profile = loaded.profile
     started = time.monotonic()
     log = StepLog(on_event)
-    with log.step("validate", "validating the profile"):
-        ensure_valid(profile)
-        desired = render_unit(profile)
-    unit = unit_name(profile)
-    result = DeployResult(profile=profile.name or "", host="", unit=unit)
-    with log.step("connect", "connecting to the host") as handle:
-        host = connect(profile, accept_new_host_key=opts.accept_new_host_key)
-        result.host = getattr(host, "name", "") or ""
-        handle.ok(result.host)
+    untouched = "interrupted before any change: the host was not touched"
+    try:
+        with log.step("validate", "validating the profile"):
+            ensure_valid(profile)
+            desired = render_unit(profile)
+        unit = unit_name(profile)
+        result = DeployResult(profile=profile.name or "", host="", unit=unit)
+        with log.step("connect", "connecting to the host") as handle:
+            host = connect(profile, accept_new_host_key=opts.accept_new_host_key)
+            result.host = getattr(host, "name", "") or ""
+            handle.ok(result.host)
+    except KeyboardInterrupt:
+        raise Interrupted(untouched) from None
     try:
         with host.lock(profile.service.name, holder=operator(), wait=opts.lock_wait):
             log.add("lock", "ok", f"deploy lock for {profile.service.name}")
@@ -108,7 +112,7 @@ def deploy(
             try:
                 _run(ctx, opts)
             except KeyboardInterrupt:  # before apply: nothing was touched (apply raises Interrupted)
-                raise Interrupted("interrupted before any change: the host was not touched") from None
+                raise Interrupted(untouched) from None
     finally:
         host.close()
         result.steps = log.steps
