@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
         no_expect: bool = typer.Option(False, "--no-expect", help="Skip the prompts' expect checks."),
     ) -> None:
         """Run the coherence suite against a live SGLang server."""
-        from k26ctl.errors import UsageError
+        from k26ctl.errors import UnreachableError, UsageError
 
         if (profile is None) == (url is None):
             raise UsageError(
@@ -55,22 +55,29 @@ def register(app: typer.Typer) -> None:
             )
         if url is not None and overrides:
             raise UsageError("--set applies to a profile, not to --url")
-        report = _run(
-            profile,
-            overrides,
-            url,
-            model,
-            suite,
-            concurrency,
-            baseline,
-            record_baseline,
-            min_exact_match,
-            min_accept_length,
-            timeout,
-            api_key_env,
-            no_expect,
-            quiet=as_json,
-        )
+        try:
+            report = _run(
+                profile,
+                overrides,
+                url,
+                model,
+                suite,
+                concurrency,
+                baseline,
+                record_baseline,
+                min_exact_match,
+                min_accept_length,
+                timeout,
+                api_key_env,
+                no_expect,
+                quiet=as_json,
+            )
+        except UnreachableError as exc:
+            if junit is not None:  # CI still gets a report saying why nothing ran
+                from k26ctl.smoke.report import unreachable_junit
+
+                junit.write_text(unreachable_junit(suite or "default", exc.one_line()), encoding="utf-8")
+            raise
         _present(report, as_json, junit)
         raise typer.Exit(0 if report.passed else 1)
 

@@ -204,6 +204,17 @@ class SmokeReport:
         )
 
 
+def unreachable_junit(suite: str, message: str) -> str:
+    """JUnit XML for a run that could not reach the server: one test case in error."""
+    root = ET.Element(
+        "testsuite", name=f"k26ctl-smoke.{suite}", tests="1", failures="0", errors="1", time="0"
+    )
+    case = ET.SubElement(root, "testcase", classname="smoke.server", name="reachable", time="0")
+    ET.SubElement(case, "error", message=message[:500], type="unreachable")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 

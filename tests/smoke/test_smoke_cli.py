@@ -113,13 +113,16 @@ def test_smoke_record_then_compare_baseline(suite_file: Path, tmp_path: Path) ->
     assert both.returncode == 78 and "cannot be used together" in both.stderr
 
 
-def test_smoke_unreachable_is_69() -> None:
+def test_smoke_unreachable_is_69(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    done = k26ctl("smoke", "--url", f"http://127.0.0.1:{port}")
+    junit = tmp_path / "unreachable.xml"
+    done = k26ctl("smoke", "--url", f"http://127.0.0.1:{port}", "--junit", str(junit))
     assert done.returncode == 69
     assert "cannot reach the server" in done.stderr and "Traceback" not in done.stderr
+    root = ET.parse(junit).getroot()
+    assert root.get("errors") == "1" and "cannot reach the server" in root.find(".//error").get("message", "")
 
 
 @pytest.mark.parametrize(
