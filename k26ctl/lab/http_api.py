@@ -61,10 +61,14 @@ class LabState:
         max_new = 128 if max_new is None else int(max_new)
         if max_new < 0:
             raise ApiError(400, "max_new_tokens must be >= 0")
-        if len(input_ids) + max_new > self.args.context_length:
-            max_new = max(0, self.args.context_length - len(input_ids))
         if not input_ids:
             raise ApiError(400, "the input is empty")
+        if len(input_ids) >= self.args.context_length:
+            limit = self.args.context_length
+            raise ApiError(
+                400, f"the input ({len(input_ids)} tokens) is longer than the context length ({limit})"
+            )
+        max_new = min(max_new, self.args.context_length - len(input_ids))
         if any(not isinstance(t, int) or t < 0 or t >= self.tokenizer.vocab_size for t in input_ids):
             raise ApiError(400, "input_ids out of vocabulary")
         stop_ids: set[int] = set()

@@ -227,6 +227,8 @@ def test_errors_have_sglang_shapes(main: LiveServer) -> None:
     assert httpx.get(main.url + "/nope", headers=AUTH, timeout=10).status_code == 404
     bad = httpx.post(main.url + "/v1/chat/completions", content=b"{not json", headers=AUTH, timeout=10)
     assert bad.status_code == 400 and bad.json()["object"] == "error"
+    too_long = _post(main, "/v1/completions", {"prompt": "x" * 2048, "max_tokens": 4})
+    assert too_long.status_code == 400 and "context length" in too_long.json()["message"]
 
 
 def test_concurrent_requests_are_verified_as_one_batch(main: LiveServer) -> None:
