@@ -220,3 +220,22 @@ def test_options_and_api_key_from_profile(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("K26_SMOKE_KEY")
     with pytest.raises(ConfigError, match="K26_SMOKE_KEY is not set"):
         api_key_from_env("K26_SMOKE_KEY")
+
+
+def test_the_documented_suite_example_is_valid() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "k26ctl" / "smoke" / "suites" / "README.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", readme, re.DOTALL)
+    assert block is not None
+    suite = parse_suite(yaml.safe_load(block.group(1)), "README.md")
+    assert {e.type for e in suite.prompts[0].expect} == {
+        "json",
+        "python",
+        "contains",
+        "not_contains",
+        "regex",
+        "answer",
+        "repeats",
+        "min_tokens",
+    }
