@@ -41,6 +41,10 @@ _RULE_LINE_MAX = 240
 
 @dataclass(frozen=True)
 class Finding:
+    """One named problem. `score` is what was measured and `threshold` the limit it crossed (upwards
+    for counts, runs and ratios; downwards for shares such as the letter share of symbol soup).
+    `span` is [start, end) in the scored text; `severity` 'warn' findings never fail a text."""
+
     detector: str
     score: float
     threshold: float
