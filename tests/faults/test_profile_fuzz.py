@@ -3,6 +3,7 @@ with exit 0, 78 (bad config) or 2 (usage) and a one-line message, never a traceb
 
 from __future__ import annotations
 
+import re
 import resource
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +23,7 @@ from .helpers import LAB_PROFILES, REPO, CliRun, assert_clean_failure, run_cli
 
 ALLOWED = (0, 2, 78)
 FUZZ = settings(
-    max_examples=60,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     derandomize=True,
@@ -74,16 +76,24 @@ def _nest(assignments: list[tuple[str, Any]]) -> dict[str, Any]:
     return root
 
 
-def _check(run: CliRun) -> None:
-    assert_clean_failure(run, ALLOWED)
-    if run.exit_code == 78:
-        error_lines = [line for line in run.stderr.splitlines() if line.startswith("error:")]
-        assert len(error_lines) == 1, run.stderr
+def _check(run: CliRun, command: str) -> None:
+    assert run.exception is None, f"exception escaped the CLI: {run.exception!r}"
+    assert "Traceback" not in run.output, run.output
+    assert run.exit_code in ALLOWED, f"{command}: exit {run.exit_code}: {run.output[-2000:]}"
+    if run.exit_code != 78:
+        return
+    error_lines = [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    if command == "render" or error_lines:
+        assert len(error_lines) == 1, run.stderr  # one line (plus its hint), not a dump
+    else:
+        # validate lists its findings as a report ("error   code: message"), ending with a summary
+        assert re.search(r"^error\s+\S+: ", run.output, re.MULTILINE), run.output
+        assert "invalid" in run.output, run.output
 
 
 def _render_and_validate(path: Path, extra: list[str] | None = None) -> None:
     for command in ("render", "validate"):
-        _check(run_cli([command, str(path), *(extra or [])]))
+        _check(run_cli([command, str(path), *(extra or [])]), command)
 
 
 @FUZZ
@@ -154,16 +164,22 @@ def test_extends_cycle_and_missing_parent(tmp_path: Path) -> None:
 
 _ALIAS_BOMB_RUNNER = """
 import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20, 1536 * 2**20))
+resource.setrlimit(resource.RLIMIT_AS, (1024 * 2**20, 1024 * 2**20))
 sys.argv = ["k26ctl", "render", sys.argv[1]]
 from k26ctl.cli.app import main
 main()
 """
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="load_profile expands YAML aliases in free-form maps (service.environment, extra_args) through "
+    "json.dumps in apply_overrides before the model rejects them: a 700-byte profile needs 8**9 strings "
+    "(MemoryError traceback under a 1 GiB cap; about 13 s and GiBs for 8**8 without one)",
+)
 def test_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
     """A 700-byte profile whose aliases expand to 8**9 strings inside a free-form map. It must be refused
-    as bad config, not expanded until memory runs out (the child is capped at 1.5 GiB and 60 s)."""
+    as bad config, not expanded until memory runs out (the child is capped at 1 GiB and 60 s)."""
     lines = ["service:", "  environment:", "    k0: &a0 [" + ", ".join(['"xxxxxxxxxxxxxxxx"'] * 8) + "]"]
     for level in range(1, 9):
         lines.append(f"    k{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 8) + "]")
