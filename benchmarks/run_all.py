@@ -56,13 +56,17 @@ TABLE_END = "<!-- run_all:end -->"
 DEFAULT_READY_PATTERN = r"fired up and ready to roll"
 FAIL_REPORT_FAULTS = ("exit-during-load", "scheduler-crash")
 # Scripts other parts keep in benchmarks/; run as they are and summarised in the report.
-COMPANION_SCRIPTS = (
-    "startup.py",
-    "deploy_overhead.py",
-    "lab_server.py",
-    "detectors.py",
-    "smoke_walltime.py",
-    "bisect_restarts.py",
+# (script, arguments) of the benchmarks other parts keep in benchmarks/, sized to run in minutes.
+COMPANION_SCRIPTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("startup.py", ("-n", "10")),
+    (
+        "smoke_walltime.py",
+        ("--profiles", "none", "ddtree-b16-patched", "--concurrency", "1", "2", "4", "--repeats", "1"),
+    ),
+    ("deploy_overhead.py", ("--lab", "t-bench", "--rounds", "3")),
+    ("remote_lab.py", ("-n", "2", "--name", "t-bench-remote")),
+    ("lab_server.py", ("--rounds", "1")),
+    ("detectors.py", ()),
 )
 
 
@@ -500,22 +504,86 @@ def failure_time(bench: Bench, run: Timed, fault: str) -> float | None:
     return None
 
 
-def run_companions(report: Report, names: Sequence[str], timeout: float) -> None:
+# (candidates, first bad value): a setting whose values from 1 up to the first bad one work; judged by a
+# command, so each step's cost is the deploy and restart alone.
+BISECT_CASES = ((16, 11), (64, 40))
+
+
+def bench_bisect(bench: Bench, report: Report) -> None:
+    """Restarts used by `k26ctl bisect-config` (real deploys on the lab host, ends verified) against a
+    linear sweep that deploys the values in order from the good end until the first bad one."""
+    for candidates, first_bad in BISECT_CASES:
+        what = f"restarts to find the first bad of {candidates} values (first bad {first_bad})"
+        argv = [
+            sys.executable,
+            "-m",
+            "k26ctl",
+            "bisect-config",
+            bench.profile,
+            "--param",
+            "sglang.max_running_requests",
+            "--good",
+            "1",
+            "--bad",
+            str(candidates),
+            "--run",
+            f'sh -c "test $K26_BISECT_VALUE -lt {first_bad}"',
+            "--session",
+            "run-all-bench",
+            "--yes",
+            "--json",
+        ]
+        for item in bench.base_overrides:
+            argv += ["--set", item]
+        log(f"bisect over {candidates} values")
+        run = timed_run(argv, env={**os.environ, "NO_COLOR": "1"}, timeout=1800)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "k26ctl",
+                "bisect-config",
+                "reset",
+                "--session",
+                "run-all-bench",
+                "--keep-deployment",
+                "--yes",
+            ],
+            capture_output=True,
+            cwd=REPO,
+        )
+        try:
+            document = json.loads(run.stdout)
+        except json.JSONDecodeError:
+            report.notes.append(f"bisect over {candidates} values: no JSON result (exit {run.returncode})")
+            continue
+        if document.get("first_bad") != first_bad:
+            report.notes.append(
+                f"bisect over {candidates} values found {document.get('first_bad')}, not {first_bad}"
+            )
+        report.row(what, "k26ctl bisect-config", unit="count").add(float(document["restarts"]))
+        report.row(what, "linear sweep from the good end", unit="count").add(float(first_bad - 1))
+        report.row(what, "sweep of every value", unit="count").add(float(candidates))
+        report.row(f"bisect over {candidates} values: wall", "k26ctl bisect-config").add(run.seconds)
+
+
+def run_companions(report: Report, scripts: Sequence[tuple[str, tuple[str, ...]]], timeout: float) -> None:
     """Run the other benchmark scripts as they are and keep their output for the report."""
-    for name in names:
+    for name, args in scripts:
         script = BENCH_DIR / name
         if not script.exists():
             report.companions[name] = "(not present in this checkout)"
             continue
-        log(f"companion {name}")
+        log(f"companion {name} {' '.join(args)}")
         try:
-            run = timed_run([sys.executable, str(script)], timeout=timeout)
+            run = timed_run([sys.executable, str(script), *args], timeout=timeout)
         except subprocess.TimeoutExpired:
             report.companions[name] = f"(timed out after {timeout:.0f} s)"
             continue
         body = run.stdout.strip() or run.stderr.strip()[-2000:]
         status = "" if run.returncode == 0 else f"(exited {run.returncode})\n"
-        report.companions[name] = f"{status}{body}\n\n_{run.seconds:.1f} s_"
+        shown = f"python3 benchmarks/{name} {' '.join(args)}".strip()
+        report.companions[name] = f"`{shown}` ({run.seconds:.0f} s)\n\n{status}```\n{body}\n```"
 
 
 # ---- presentation -------------------------------------------------------------------------------
@@ -618,7 +686,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fail-rounds", type=int, default=3, help="failure-report runs per fault")
     parser.add_argument("--load-seconds", type=float, default=3.0, help="K26LAB_LOAD_SECONDS for the server")
     parser.add_argument("--ready-pattern", default=DEFAULT_READY_PATTERN)
-    parser.add_argument("--skip", default="", help="comma list: ansible,curl,deploy,failure,companions")
+    parser.add_argument(
+        "--skip", default="", help="comma list: ansible,curl,deploy,failure,bisect,companions"
+    )
     parser.add_argument("--out", default="/tmp/k26bench", help="directory for results.json and results.md")
     parser.add_argument("--readme", action="store_true", help="rewrite the table in benchmarks/README.md")
     parser.add_argument("--down", action="store_true", help="stop the lab host at the end")
@@ -676,6 +746,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             if "failure" not in skip:
                 bench_failure_report(bench, report, args.fail_rounds, lambda: next(serial))
+            if "bisect" not in skip:
+                bench_bisect(bench, report)
         finally:
             if args.down:
                 lab_down(args.lab)
