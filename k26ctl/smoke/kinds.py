@@ -115,9 +115,23 @@ def guess_kind(text: str) -> str:
         return "cjk"
     if len(lines) >= 3 and sum(bool(_LIST_LINE.match(x)) for x in lines) >= 3:
         return "list"
+    if _looks_like_verse(lines):
+        return "poem"
     if len(visible) <= 40:
         return "short"
     return "prose"
+
+
+def _looks_like_verse(lines: list[str]) -> bool:
+    """Four or more short lines of words, most of them not ending a sentence: songs and poems, whose
+    refrains legitimately come back (a line-per-item loop has one- or two-word lines, or far more lines)."""
+    if len(lines) < 4:
+        return False
+    lengths = sorted(len(line.strip()) for line in lines)
+    median = lengths[len(lengths) // 2]
+    open_ended = sum(not line.rstrip().endswith((".", "!", "?", ":")) for line in lines)
+    distinct = len({line.strip().lower() for line in lines})
+    return 15 <= median <= 70 and open_ended >= len(lines) / 2 and distinct >= len(lines) / 2
 
 
 _LENIENT_ORDER = (

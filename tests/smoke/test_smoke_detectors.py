@@ -85,6 +85,20 @@ row on, row on, into the night.
 
 The morning breaks on a silver sea,
 and all the boats are running free."""
+SONG_ENDING_ON_ITS_REFRAIN = """The tide comes in, the tide goes out,
+and gulls complain of what it's about.
+Row on, row on, the harbour light,
+row on, row on, into the night.
+
+The nets are mended, the boats are tied,
+the children sleep on the landward side.
+Row on, row on, the harbour light,
+row on, row on, into the night.
+
+The morning breaks on a silver sea,
+and all the boats are running free.
+Row on, row on, the harbour light,
+row on, row on, into the night."""
 CJK_PROSE = (
     "长城是中国古代的军事防御工程，历经多个朝代修筑，总长度超过两万公里。它横跨山脉、草原和沙漠，"
     "是世界上最宏伟的建筑之一。今天，长城已被列为世界文化遗产，每年吸引大量游客前来参观。"
@@ -111,6 +125,7 @@ EMOJI_ZWJ = "Astronauts on the crew: 👩\u200d🚀 and 👨\u200d🚀, both rea
         (NUMBER_LIST, "list"),
         (NUMBERED_STEPS, "list"),
         (POEM_WITH_REFRAIN, "poem"),
+        (SONG_ENDING_ON_ITS_REFRAIN, "poem"),
         (CJK_PROSE, "cjk"),
         (JSON_ANSWER, "json"),
         (EMOJI_ZWJ, "prose"),
@@ -460,3 +475,10 @@ def test_broken_json_structure_but_not_truncation() -> None:
     assert detect_broken_json(JSON_ANSWER + "\n\nThis object lists eight items.", profile) == []
     assert detect_broken_json("```json\n" + JSON_ANSWER + "\n```", profile) == []
     assert detect_broken_json(broken, PROSE) == []
+
+
+def test_line_loops_are_not_mistaken_for_verse() -> None:
+    assert guess_kind(SONG_ENDING_ON_ITS_REFRAIN) == "poem"
+    looping = "Here is the translation:\n" + "10 year old girls clothes\n\n" * 12
+    assert guess_kind(looping) != "poem"
+    assert score_text(looping).degenerate
