@@ -209,6 +209,8 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
 
 
 _TAIL_PROBE = 20
+_CJK_TAIL_PROBE = 16
+_SENTENCE_END = tuple(".!?\u3002\uff01\uff1f\u2026\"'\u201d\u2019)")
 
 
 def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | None = None) -> list[Finding]:
@@ -218,7 +220,7 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     flat = re.sub(r"\s+", " ", text).rstrip()
     probe_len = _TAIL_PROBE
     if sum(char_weight(c) for c in flat[-probe_len:]) > 1.4 * probe_len:
-        probe_len = 10  # CJK: fewer characters carry as much text
+        probe_len = _CJK_TAIL_PROBE  # CJK: fewer characters carry as much text
     if len(flat) < 4 * probe_len:
         return []
     probe = flat[-probe_len:]
@@ -229,7 +231,11 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     while 0 <= pos < len(flat) - probe_len:
         earlier += 1
         pos = flat.find(probe, pos + 1)
-    if earlier < profile.tail_repeat_count:
+    # A text that stops on a finished sentence by itself may close several paragraphs the same way
+    # ("..., then click Save."); a looping generation is cut off mid-phrase or at the token limit.
+    ended_cleanly = flat.endswith(_SENTENCE_END) and finish_reason != "length"
+    needed = profile.tail_repeat_count * (2 if ended_cleanly else 1)
+    if earlier < needed:
         return []
     name = "cut_in_loop" if finish_reason == "length" else "tail_repeat"
     first = _find_loosely(text, probe)

@@ -482,3 +482,19 @@ def test_line_loops_are_not_mistaken_for_verse() -> None:
     looping = "Here is the translation:\n" + "10 year old girls clothes\n\n" * 12
     assert guess_kind(looping) != "poem"
     assert score_text(looping).degenerate
+
+
+def test_parallel_instructions_ending_the_same_way_are_fine() -> None:
+    english = (
+        "First, open the settings page, then click the Save button. Next, choose the file, then click the "
+        "Save button. Finally, confirm the path, then click the Save button."
+    )
+    chinese = (
+        "首先，打开设置页面，然后点击保存按钮。接着，选择文件，然后点击保存按钮。"
+        "最后，确认路径，然后点击保存按钮。"
+    )
+    assert not score_text(english).degenerate
+    assert not score_text(chinese).degenerate
+    # the same words cut off mid-phrase by the token limit are a loop
+    cut = english + " Then click the Save button. Then click the Save"
+    assert score_text(cut, finish_reason="length").degenerate
