@@ -47,11 +47,15 @@ def enable_unit(host: Host, unit: str) -> None:
 class Restarted:
     cursor: str | None  # journal cursor taken before the restart
     baseline: UnitState  # the unit right after the restart (new MainPID, restart counter)
-    was_running: bool  # an old process had to stop first (its last lines follow the cursor)
+    armed: bool  # nothing else can log for the unit after the cursor (it was inactive or failed)
 
 
-def restart_service(host: Host, systemd: Any, unit: str, before: UnitState) -> Restarted:
-    cursor = systemd.cursor_now()
+def restart_service(
+    host: Host, systemd: Any, unit: str, before: UnitState, cursor: str | None = None
+) -> Restarted:
+    """Restart; `cursor` may have been taken earlier (any time after the lock and before this)."""
+    if cursor is None:
+        cursor = systemd.cursor_now()
     try:
         systemd.restart()
     except RemoteCommandError as exc:
@@ -61,4 +65,7 @@ def restart_service(host: Host, systemd: Any, unit: str, before: UnitState) -> R
             raise
         systemd.reset_failed()
         systemd.restart()
-    return Restarted(cursor, read_unit_state(systemd), before.running)
+    # An old process (running, stopping, or crash-looping in auto-restart) may still log after the
+    # cursor: its lines are ignored until systemd says the new one started.
+    quiet = before.active_state in ("inactive", "failed")
+    return Restarted(cursor, read_unit_state(systemd), quiet)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from k26ctl import __version__
 from k26ctl.deploy import apply as ops
@@ -37,6 +37,8 @@ from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.health import ReadinessResult, check_ready_once, read_unit_state, wait_ready
 from k26ctl.profile import LoadedProfile, Profile
 from k26ctl.remote.base import Host
+
+T = TypeVar("T")
 
 
 def operator() -> str:
@@ -75,6 +77,7 @@ class Context:
     applied: bool = False  # the host was changed by this run
     unit_backup: str | None = None
     early_probe: Future[ProbeResult] | None = None
+    early_cursor: Future[str] | None = None
     restarted: bool = False
 
 
@@ -125,6 +128,8 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
     # Probing the running server is read-only and most deploys change nothing: probe while the facts
     # are read, and use the answer only if the plan says no restart.
     early_probe = None if opts.check else _background(check_ready_once, ctx.host, profile)
+    # Likewise the journal cursor a restart would start reading from (any point before the restart).
+    ctx.early_cursor = None if opts.check else _background(ctx.systemd.cursor_now)
     with log.step("facts", "reading the host's state"):
         ctx.facts = facts = gather_facts(ctx.host, ctx.systemd, profile, ctx.unit_path)
     ctx.early_probe = early_probe
@@ -266,7 +271,8 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
         _readiness_verdict(ctx, readiness, "readiness-wait")
         return readiness.ready
     with log.step("restart", f"restarting {ctx.unit}") as handle:
-        restarted = ops.restart_service(ctx.host, ctx.systemd, ctx.unit, facts.unit_state)
+        cursor = _result_or_none(ctx.early_cursor)
+        restarted = ops.restart_service(ctx.host, ctx.systemd, ctx.unit, facts.unit_state, cursor)
         ctx.restarted = result.restarted = True
         handle.changed("; ".join(plan.restart_reasons))
     readiness = wait_ready(
@@ -275,7 +281,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
         profile,
         cursor=restarted.cursor,
         baseline=restarted.baseline,
-        armed=not restarted.was_running,
+        armed=restarted.armed,
         expected_load_seconds=last_load_seconds(facts.history),
         on_progress=_progress_emitter(log),
         on_line=lambda line: log.emit("log", line),
@@ -284,8 +290,9 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
     return readiness.ready
 
 
-def _background(fn: Callable[..., ProbeResult], *args: Any) -> Future[ProbeResult]:
-    future: Future[ProbeResult] = Future()
+def _background(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """Run a read-only host query alongside other reads (one connection carries many channels)."""
+    future: Future[T] = Future()
 
     def run() -> None:
         try:
@@ -293,19 +300,23 @@ def _background(fn: Callable[..., ProbeResult], *args: Any) -> Future[ProbeResul
         except BaseException as exc:
             future.set_exception(exc)
 
-    threading.Thread(target=run, name="k26ctl-early-probe", daemon=True).start()
+    threading.Thread(target=run, name="k26ctl-early-read", daemon=True).start()
     return future
+
+
+def _result_or_none(future: Future[T] | None, timeout: float = 30.0) -> T | None:
+    if future is None:
+        return None
+    try:
+        return future.result(timeout=timeout)
+    except Exception:
+        return None
 
 
 def _early_probe_result(ctx: Context) -> ProbeResult | None:
     """The probe taken while the facts were read; None when it did not pass (probe again, properly)."""
-    if ctx.early_probe is None:
-        return None
-    try:
-        probe = ctx.early_probe.result(timeout=10)
-    except Exception:
-        return None
-    return probe if probe.ok else None
+    probe = _result_or_none(ctx.early_probe, timeout=10)
+    return probe if probe is not None and probe.ok else None
 
 
 def _progress_emitter(log: StepLog) -> Any:

@@ -100,7 +100,7 @@ def restore_snapshot(
             profile,
             cursor=restart.cursor,
             baseline=restart.baseline,
-            armed=not restart.was_running,
+            armed=restart.armed,
             expected_load_seconds=last_load_seconds(facts.history) if facts else None,
             on_progress=lambda p: log.emit("progress", p.phase, **p.__dict__),
             on_line=lambda line: log.emit("log", line),
