@@ -287,7 +287,11 @@ def _check_unknown_keys(data: Mapping[str, Any], model: type[BaseModel], where: 
         dotted = f"{prefix}{key}"
         if key not in model.model_fields:
             guess = _did_you_mean(str(key), _field_names(model))
-            hint = f"did you mean '{prefix}{guess}'?" if guess else f"known keys: {', '.join(_field_names(model))}"
+            hint = (
+                f"did you mean '{prefix}{guess}'?"
+                if guess
+                else f"known keys: {', '.join(_field_names(model))}"
+            )
             raise ConfigError(f"{where}: unknown key '{dotted}'", hint)
         sub = _submodel(model, key)
         if sub is not None and isinstance(value, Mapping):
@@ -301,7 +305,9 @@ def _format_validation_error(exc: ValidationError, where: str) -> ConfigError:
     value = err.get("input")
     shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
     more = f"; {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
-    return ConfigError(f"{where}: {loc}: {msg}{shown}{more}", "fix the value, see profiles/base.yaml for examples")
+    return ConfigError(
+        f"{where}: {loc}: {msg}{shown}{more}", "fix the value, see profiles/base.yaml for examples"
+    )
 
 
 def parse_override(spec: str) -> tuple[list[str], str, Any]:
@@ -346,10 +352,16 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
                 prefix = ".".join(path[:i])
                 guess = _did_you_mean(part, _field_names(model))
                 full_guess = f"{prefix + '.' if prefix else ''}{guess}" if guess else None
-                hint = f"did you mean '{full_guess}'?" if full_guess else "see profiles/base.yaml for the keys"
+                hint = (
+                    f"did you mean '{full_guess}'?" if full_guess else "see profiles/base.yaml for the keys"
+                )
                 raise ConfigError(f"--set {spec!r}: unknown key '{'.'.join(path[: i + 1])}'", hint)
             model = _submodel(model, part)
-        if _field_wants_text(Profile, path) and not isinstance(value, (str, list, dict)) and value is not None:
+        if (
+            _field_wants_text(Profile, path)
+            and not isinstance(value, (str, list, dict))
+            and value is not None
+        ):
             value = raw
         node = result
         for part in path[:-1]:

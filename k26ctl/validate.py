@@ -935,6 +935,7 @@ def merge_findings(
 
 # ---- on the host --------------------------------------------------------------------------------
 
+
 def remote_findings(host: Any, profile: Profile) -> list[Finding]:
     """The checks only the host can answer: its own SGLang parser on the rendered flags, and
     `systemd-analyze verify` of the unit there (including that the interpreter exists)."""
