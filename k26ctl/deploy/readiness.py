@@ -94,6 +94,8 @@ class ReadinessMachine:
     poll_max: float = 5.0
     fast_window: float = 15.0  # probe every poll_initial seconds for this long, then back off
     fatal_grace: float = 0.5  # after a fatal line, wait this long for its traceback to arrive
+    burst_window: float = 10.0  # after the weights are loaded, probe every burst_interval this long
+    burst_interval: float = 0.2
     scanner: JournalScanner = field(default_factory=JournalScanner)
 
     outcome: Outcome | None = None
@@ -111,6 +113,7 @@ class ReadinessMachine:
     _interval: float = 0.0
     _fatal_deadline: float | None = None
     _fatal_reason: str = ""
+    _burst_until: float = 0.0
 
     def __post_init__(self) -> None:
         self._interval = self.poll_initial
@@ -165,8 +168,11 @@ class ReadinessMachine:
             self.started_ts_us = timestamp_us
         elif sig is Signal.PROGRESS:
             self.progress = event.progress
+            if event.progress is not None and event.progress.percent >= 100:
+                self._burst(now)
         elif sig is Signal.LOAD_END:
             self.reported_load_seconds = event.load_seconds
+            self._burst(now)
         elif sig is Signal.READY:
             self.ready_line_seen = True
             self.ready_ts_us = timestamp_us
@@ -194,10 +200,19 @@ class ReadinessMachine:
         if result.ok:
             self.outcome = Outcome(OutcomeKind.READY, "all readiness probes passed", at=now)
             return self.outcome
+        if now < self._burst_until:
+            self._next_probe = now + min(self.burst_interval, self._interval)
+            return None
         if now - self.start >= self.fast_window and not self.ready_line_seen:
             self._interval = min(self.poll_max, self._interval * 1.5)
         self._next_probe = now + self._interval
         return None
+
+    def _burst(self, now: float) -> None:
+        """Weights are in: the server is seconds from ready (the journal's ready line reaches us
+        about 0.3 s late, journald batches change notifications), so probe briefly at a fast pace."""
+        self._burst_until = now + self.burst_window
+        self._next_probe = min(self._next_probe, now + self.burst_interval)
 
     def on_tick(self, now: float) -> Outcome | None:
         if self.outcome is not None:

@@ -175,3 +175,15 @@ def test_outcome_is_final() -> None:
     m = machine()
     first = m.on_probe(OK, 101.0)
     assert m.on_unit(UnitState("failed", "failed"), 102.0) is first
+
+
+def test_probes_quicken_once_the_weights_are_loaded() -> None:
+    m = machine()
+    m.on_probe(NOT_YET, 101.0)
+    assert m.next_wakeup(101.0) == 102.0
+    m.on_journal("[x TP0] Load weight end. elapsed=371.22 s, type=DeepseekV3ForCausalLM", 101.3)
+    assert m.next_wakeup(101.3) == 101.5
+    m.on_probe(NOT_YET, 101.5)
+    assert round(m.next_wakeup(101.5), 3) == 101.7
+    m.on_probe(NOT_YET, 112.0)  # the burst is over: back to the normal pace
+    assert m.next_wakeup(112.0) == 113.0
