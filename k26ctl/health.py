@@ -66,7 +66,8 @@ LineCallback = Callable[[str], None]
 def probe_address(profile: Profile) -> str:
     """Where the server listens, as seen from the host itself."""
     host = profile.sglang.host
-    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else ("::1" if host == "::" else host)
+    # An any-address bind (0.0.0.0, or :: which is dual-stack by default) answers on IPv4 loopback.
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::", "[::]") else host
 
 
 def api_key(profile: Profile) -> str | None:
