@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from k26ctl.smoke.kinds import KindProfile, profile_for
+from k26ctl.smoke.restarts import enumeration_restart, final_restatement
 from k26ctl.smoke.textstats import (
     INVISIBLE,
     char_runs,
@@ -192,6 +193,9 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
         elif redundant >= 6 and copies >= 4 and redundant >= profile.loop_share * total:
             name = "loop"
             threshold = profile.loop_share * total
+        elif copies >= 2.5 and _whole_answer_unit(window, rep.start, rep.end, stripped_unit):
+            name = "loop"  # the whole answer is one unit said three times ("foss foss foss")
+            threshold = 2.5
         else:
             continue
         if at_tail and finish_reason == "length":
@@ -206,6 +210,14 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
         if previous is None or finding.score > previous.score:
             best[name] = finding
     return list(best.values())
+
+
+def _whole_answer_unit(text: str, start: int, end: int, unit: str) -> bool:
+    """A unit of some weight ("foss", not "ha") with nothing but punctuation and blanks (a trailing
+    "..." or ".") outside text[start:end]."""
+    outside = text[:start] + text[end:]
+    has_content = weighted_len(unit) >= 4 and any(ch.isalnum() for ch in unit)
+    return has_content and not any(ch.isalnum() for ch in outside)
 
 
 _TAIL_PROBE = 20
@@ -249,6 +261,44 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
             f"the text ends with {probe.strip()!r}, already written {earlier} times before",
         )
     ]
+
+
+def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = None) -> list[Finding]:
+    """Starting over with small changes, which exact loop finders miss: the text ends by re-stating
+    its previous sentence (a word changed, or cut off part-way through the copy), or a numbered answer
+    goes back to its first step and says the same steps again in other words."""
+    findings: list[Finding] = []
+    tail = text[-2000:]
+    base = len(text) - len(tail)
+    again = final_restatement(tail)
+    if again is not None and again.similarity >= profile.restatement:
+        start = base + again.previous_start
+        findings.append(
+            Finding(
+                "cut_in_loop" if finish_reason == "length" else "tail_repeat",
+                round(again.similarity, 3),
+                profile.restatement,
+                (start, len(text)),
+                _excerpt(text, start, len(text)),
+                f"the last sentence re-states the one before it ({again.similarity:.0%} alike over "
+                f"{again.units} words)",
+            )
+        )
+    if profile.check_enumeration_restart:
+        restart = enumeration_restart(text[: _ANALYSIS_CHARS * 2])
+        if restart is not None:
+            findings.append(
+                Finding(
+                    "answer_restart",
+                    float(restart.matched),
+                    2.0,
+                    (restart.start, len(text)),
+                    _excerpt(text, restart.start, len(text)),
+                    f"the numbered answer starts again at 1 after reaching {restart.reached}; "
+                    f"{restart.matched} of {restart.compared} restarted steps repeat the earlier ones",
+                )
+            )
+    return findings
 
 
 def _find_loosely(text: str, flat_probe: str) -> int:
@@ -711,6 +761,7 @@ def score_text(
         shown += detect_char_runs(view, profile)
         shown += detect_loops(view, profile, finish_reason)
         shown += detect_tail_repeat(view, profile, finish_reason)
+        shown += detect_restart(view, profile, finish_reason)
         shown += detect_repetition(view, profile)
         shown += detect_token_soup(view, profile)
         shown += detect_gibberish(view, profile)

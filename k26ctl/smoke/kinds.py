@@ -32,6 +32,8 @@ class KindProfile:
     tail_compression: float = 3.2
     check_gibberish: bool = True
     check_content: bool = True  # letters must make up a fair share of the visible text
+    restatement: float = 0.88  # the last sentence re-says the one before it this closely (1.0 = off)
+    check_enumeration_restart: bool = True  # a numbered answer starting over from its first step
 
 
 _PROSE = KindProfile("prose")
@@ -51,6 +53,8 @@ _STRUCTURED = KindProfile(
     tail_compression=5.5,
     check_gibberish=False,
     check_content=False,
+    restatement=1.01,
+    check_enumeration_restart=False,
 )
 
 PROFILES: dict[str, KindProfile] = {
@@ -66,6 +70,7 @@ PROFILES: dict[str, KindProfile] = {
         ngram_coverage=0.65,
         tail_compression=3.8,
         tail_repeat_count=4,
+        restatement=1.01,  # refrains and parallel lines
     ),
     "list": replace(
         _PROSE,
@@ -75,6 +80,7 @@ PROFILES: dict[str, KindProfile] = {
         ngram_coverage=0.7,
         tail_compression=4.5,
         tail_repeat_count=1_000_000,
+        restatement=1.01,  # list items share their template
     ),
     "cjk": replace(_PROSE, name="cjk", check_gibberish=False),
     "code": _STRUCTURED,

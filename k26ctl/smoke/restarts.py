@@ -1,0 +1,130 @@
+"""Restarts: a model that starts its answer (or its last sentence) over again with small changes.
+
+Exact loop finders see only verbatim copies. A broken decoder often re-states what it just wrote with
+a word changed ("I'm not going to ... I'm going to ...") or restarts a numbered answer from its first
+step in new words. These helpers compare word sequences and word sets instead of characters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from k26ctl.smoke.textstats import is_wide
+
+_SENTENCE = re.compile(r"[^.!?\u3002\uff01\uff1f]+(?:[.!?\u3002\uff01\uff1f]+|$)")
+_WORD = re.compile(r"\w+")
+_STOP = frozenset(
+    re.findall(
+        r"\w+",
+        "the a an and or but of to in on at by for with from as is are was were be been it its this that "
+        "these those he she they we you i his her their our your not no so if then than there which what",
+    )
+)
+
+
+@dataclass(frozen=True)
+class Restatement:
+    """The text's last sentence (`start`..end) re-states the sentence before it (`previous_start`)."""
+
+    previous_start: int
+    start: int
+    similarity: float
+    units: int  # words (or CJK characters) in the shorter of the two
+
+
+def _units(sentence: str) -> list[str]:
+    """Words, or single characters for CJK text (no spaces to split on)."""
+    wide = sum(1 for ch in sentence if is_wide(ch))
+    if wide >= 0.5 * max(len(sentence.strip()), 1):
+        return [ch for ch in sentence if ch.isalnum()]
+    return [w.lower() for w in _WORD.findall(sentence)]
+
+
+def final_restatement(text: str, min_units: int = 6) -> Restatement | None:
+    """The last sentence compared with the one before it: whole against whole, and (when the last one
+    was cut off) against the same-length opening of the previous one. Returns the better match."""
+    spans = [(m.start(), m.group()) for m in _SENTENCE.finditer(text) if _units(m.group())]
+    if len(spans) < 2:
+        return None
+    (prev_start, prev), (last_start, last) = spans[-2], spans[-1]
+    a, b = _units(prev), _units(last)
+    if min(len(a), len(b)) < min_units:
+        return None
+    whole = SequenceMatcher(None, a, b, autojunk=False).ratio()
+    opening = SequenceMatcher(None, a[: len(b)], b, autojunk=False).ratio() if len(b) < len(a) else 0.0
+    return Restatement(prev_start, last_start, max(whole, opening), min(len(a), len(b)))
+
+
+_NUMBERED = re.compile(
+    r"^[ \t>*#-]*(?:(step|part|phase|stage)\s*)?(\d{1,3})\s*[.):\uff0e\u3001]\s*(.*)$", re.I
+)
+
+
+@dataclass(frozen=True)
+class EnumerationRestart:
+    """A numbered run that went back to 1 and re-said its earlier items (`matched` of `compared`)."""
+
+    start: int  # offset of the restarted first item
+    reached: int  # highest number before the restart
+    compared: int
+    matched: int
+
+
+def _content_words(item: str) -> set[str]:
+    return {w for w in (x.lower() for x in _WORD.findall(item)) if len(w) >= 3 and w not in _STOP}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _breaks_run(line: str) -> bool:
+    """A heading or a paragraph at the left margin ends a numbered run; indented continuation lines and
+    lines without letters (an elision such as ". . .") do not."""
+    return not line[:1].isspace() and any(ch.isalpha() for ch in line)
+
+
+def enumeration_restart(text: str, overlap: float = 0.25) -> EnumerationRestart | None:
+    """Numbered lines ("Step 1:", "1.", "2)") whose numbering returns to 1 with no heading or paragraph
+    in between (a second list under its own heading is fine), where at least two restarted items share
+    a fair part of their words with the same-numbered earlier item."""
+    label: str | None = None
+    first_pass: dict[int, str] = {}
+    second_pass: dict[int, str] = {}
+    restart_at = -1
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        here = offset
+        offset += len(line)
+        bare = line.rstrip("\n")
+        if not bare.strip():
+            continue
+        match = _NUMBERED.match(bare)
+        if restart_at >= 0:
+            if match and (match.group(1) or "").lower() == label:
+                second_pass.setdefault(int(match.group(2)), match.group(3))
+            continue
+        if match is None:
+            if _breaks_run(bare):
+                label, first_pass = None, {}
+            continue
+        word, number, body = (match.group(1) or "").lower(), int(match.group(2)), match.group(3)
+        reached = max(first_pass, default=0)
+        if number == 1 and label == word and reached >= 3:
+            restart_at = here
+            second_pass[1] = body
+        elif number == 1:
+            label, first_pass = word, {1: body}
+        elif label == word and number > reached:
+            first_pass[number] = body
+        else:
+            label, first_pass = None, {}
+    if restart_at < 0:
+        return None
+    pairs = [(first_pass[k], v) for k, v in second_pass.items() if k in first_pass]
+    matched = sum(_jaccard(_content_words(a), _content_words(b)) >= overlap for a, b in pairs)
+    if matched >= 2 and matched * 2 >= len(pairs):
+        return EnumerationRestart(restart_at, max(first_pass), len(pairs), matched)
+    return None
