@@ -94,6 +94,7 @@ class ReadinessMachine:
     poll_max: float = 5.0
     fast_window: float = 15.0  # probe every poll_initial seconds for this long, then back off
     fatal_grace: float = 0.5  # after a fatal line, wait this long for its traceback to arrive
+    journal_grace: float = 0.5  # after the unit state shows a failure, wait this long for its lines
     burst_window: float = 10.0  # after the weights are loaded, probe every burst_interval this long
     burst_interval: float = 0.2
     scanner: JournalScanner = field(default_factory=JournalScanner)
@@ -113,6 +114,7 @@ class ReadinessMachine:
     _interval: float = 0.0
     _fatal_deadline: float | None = None
     _fatal_reason: str = ""
+    _pending_kind: str = ""  # "line": a fatal journal line; "unit": the unit state said so
     _burst_until: float = 0.0
 
     def __post_init__(self) -> None:
@@ -143,7 +145,12 @@ class ReadinessMachine:
         elif state.active_state in ("inactive", "deactivating") and state.main_pid == 0:
             reason = f"the unit is {state.active_state} (status {state.exec_main_status})"
         if reason is not None:
-            return self._fail(reason, now)
+            # The journal runs about 0.3 s behind `systemctl show`: give the process's last lines a
+            # moment to arrive, so the report carries them (systemd's exit line ends the wait early).
+            if self._fatal_deadline is None or self._pending_kind != "unit":
+                self._fatal_deadline = now + self.journal_grace
+                self._fatal_reason, self._pending_kind = reason, "unit"
+            return None
         if not self._tracked_pid and state.main_pid:
             self._tracked_pid = state.main_pid
         return None
@@ -182,13 +189,17 @@ class ReadinessMachine:
             if self._fatal_deadline is None:
                 self._fatal_deadline = now + self.fatal_grace
                 self._fatal_reason = f"fatal error in the journal ({event.detail})"
-        elif sig is Signal.PROCESS_EXIT:
-            return self._fail(f"the main process exited ({event.detail})", now)
-        elif sig is Signal.UNIT_FAILED:
-            return self._fail(f"the unit failed (result {event.detail})", now)
-        elif sig is Signal.RESTART:
-            return self._fail(f"systemd restarted the service ({event.detail})", now)
-        if self._fatal_deadline is not None and not self.scanner.in_traceback:
+                self._pending_kind = "line"
+        elif sig in (Signal.PROCESS_EXIT, Signal.UNIT_FAILED, Signal.RESTART):
+            if self._pending_kind == "unit":
+                return self._fail(self._fatal_reason, now)
+            template = {
+                Signal.PROCESS_EXIT: "the main process exited ({})",
+                Signal.UNIT_FAILED: "the unit failed (result {})",
+                Signal.RESTART: "systemd restarted the service ({})",
+            }[sig]
+            return self._fail(template.format(event.detail), now)
+        if self._pending_kind == "line" and not self.scanner.in_traceback:
             return self._fail(self._fatal_reason, now)
         return None
 
@@ -239,7 +250,7 @@ class ReadinessMachine:
         """The latest time the caller may sleep until before something must be checked."""
         times = [self.start + self.timeout]
         if self._fatal_deadline is not None:
-            times.append(self._fatal_deadline)  # no probing while a fatal line's traceback arrives
+            times.append(self._fatal_deadline)  # no probing while the evidence arrives
         else:
             times.append(self._next_probe)
         return max(now, min(times))

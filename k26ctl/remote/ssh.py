@@ -421,7 +421,7 @@ class SSHHost(ShellHost):
 
     @contextmanager
     def _forward(self, remote_host: str, remote_port: int) -> Iterator[tuple[str, int]]:
-        transport = self._transport()
+        self._transport()  # connect now, so an unreachable host fails here
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
@@ -437,10 +437,12 @@ class SSHHost(ShellHost):
                 except OSError:
                     return
                 try:
-                    chan = transport.open_channel(
+                    # The connection of the moment: if it dropped, the next forwarded connection
+                    # reconnects (as commands do) instead of failing for the life of the forward.
+                    chan = self._transport().open_channel(
                         "direct-tcpip", (remote_host, remote_port), peer, timeout=10
                     )
-                except (paramiko.SSHException, OSError):
+                except (paramiko.SSHException, OSError, EOFError, UnreachableError):
                     conn.close()
                     continue
                 threading.Thread(target=_pipe, args=(conn, chan, stop), daemon=True).start()

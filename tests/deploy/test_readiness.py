@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from k26ctl.deploy.readiness import OutcomeKind, ProbeResult, ReadinessMachine, UnitState
+from k26ctl.deploy.readiness import Outcome, OutcomeKind, ProbeResult, ReadinessMachine, UnitState
 
 RUNNING = UnitState("active", "running", n_restarts=0, main_pid=4242)
 NOT_YET = ProbeResult(False, "/health: ConnectError")
@@ -51,28 +51,44 @@ def test_ready_line_triggers_an_immediate_probe() -> None:
     assert m.ready_line_seen
 
 
+def unit_failure(m: ReadinessMachine, state: UnitState, now: float = 105.0) -> Outcome:
+    """A failure seen in the unit state is reported after a short wait for the journal's lines."""
+    assert m.on_unit(state, now) is None
+    assert not m.probe_due(now + 10)
+    assert m.on_tick(now + 0.4) is None
+    out = m.on_tick(now + 0.5)
+    assert out is not None and out.kind is OutcomeKind.FAILED
+    return out
+
+
 def test_unit_failed() -> None:
-    m = machine()
-    out = m.on_unit(UnitState("failed", "failed", 0, 0, "1", "exit-code"), 105.0)
-    assert out is not None and out.kind is OutcomeKind.FAILED and "result=exit-code" in out.reason
+    out = unit_failure(machine(), UnitState("failed", "failed", 0, 0, "1", "exit-code"))
+    assert "result=exit-code" in out.reason
 
 
 def test_auto_restart_state_is_a_failure() -> None:
-    m = machine()
-    out = m.on_unit(UnitState("activating", "auto-restart", 0, 0, "1"), 105.0)
-    assert out is not None and out.kind is OutcomeKind.FAILED
+    out = unit_failure(machine(), UnitState("activating", "auto-restart", 0, 0, "1"))
+    assert "about to restart" in out.reason
 
 
 def test_restart_counter_and_new_pid_are_failures() -> None:
-    out = machine().on_unit(UnitState("active", "running", 1, 5555), 105.0)
-    assert out is not None and "NRestarts 0 -> 1" in out.reason
-    out = machine().on_unit(UnitState("active", "running", 0, 5555), 105.0)
-    assert out is not None and "4242 -> 5555" in out.reason
+    out = unit_failure(machine(), UnitState("active", "running", 1, 5555))
+    assert "NRestarts 0 -> 1" in out.reason
+    out = unit_failure(machine(), UnitState("active", "running", 0, 5555))
+    assert "4242 -> 5555" in out.reason
 
 
 def test_main_process_gone() -> None:
-    out = machine().on_unit(UnitState("deactivating", "stop-sigterm", 0, 0, "0"), 105.0)
-    assert out is not None and out.kind is OutcomeKind.FAILED
+    unit_failure(machine(), UnitState("deactivating", "stop-sigterm", 0, 0, "0"))
+
+
+def test_unit_failure_report_waits_for_the_journal_to_catch_up() -> None:
+    m = machine()
+    assert m.on_unit(UnitState("activating", "auto-restart", 0, 0, "1"), 105.0) is None
+    assert m.on_journal("[x] Error: fatal error while loading: /models/x: no such file", 105.2) is None
+    out = m.on_journal("sglang.service: Main process exited, code=exited, status=1/FAILURE", 105.3)
+    assert out is not None and out.kind is OutcomeKind.FAILED and "about to restart" in out.reason
+    assert any("fatal error while loading" in line for line in out.lines)
 
 
 def test_healthy_unit_is_not_a_failure() -> None:
@@ -84,8 +100,8 @@ def test_healthy_unit_is_not_a_failure() -> None:
 def test_pid_adopted_when_the_baseline_had_none() -> None:
     m = machine(baseline=UnitState("activating", "start", 0, 0))
     assert m.on_unit(UnitState("active", "running", 0, 777), 101.0) is None
-    out = m.on_unit(UnitState("active", "running", 0, 778), 102.0)
-    assert out is not None and "777 -> 778" in out.reason
+    out = unit_failure(m, UnitState("active", "running", 0, 778), 102.0)
+    assert "777 -> 778" in out.reason
 
 
 def test_traceback_then_exit_fails_with_the_traceback() -> None:
@@ -175,6 +191,7 @@ def test_outcome_is_final() -> None:
     m = machine()
     first = m.on_probe(OK, 101.0)
     assert m.on_unit(UnitState("failed", "failed"), 102.0) is first
+    assert m.on_tick(200.0) is first
 
 
 def test_probes_quicken_once_the_weights_are_loaded() -> None:
