@@ -189,28 +189,27 @@ class LabShell:
 
 
 @dataclass
-class RunTiming:
-    """One deploy-like run, decomposed with the host's own clock."""
-
-    wall: float
-    load: float | None  # ExecMainStart -> ready line
-    detect: float | None  # ready line -> tool exit
-    returncode: int
+class ServerTimes:
+    load: float  # ExecMainStart of the new process -> its ready line
+    detect: float  # ready line -> the tool's exit
+    stop: float  # systemd's "Stopping" -> "Stopped" of the old process (0 when none ran)
 
 
-def server_times(
-    shell: LabShell, unit: str, run: Timed, ready_pattern: str
-) -> tuple[float | None, float | None]:
-    """(load seconds, seconds from ready to the tool's exit) of the server process started during `run`."""
+def server_times(shell: LabShell, unit: str, run: Timed, ready_pattern: str) -> ServerTimes | None:
+    """The server's own times during `run`, from the host's journal (None: no restart happened)."""
     props = shell.show(unit, "ExecMainStartTimestampMonotonic")
     start_us = int(props.get("ExecMainStartTimestampMonotonic") or 0)
     if start_us < int(run.started * 1e6):
-        return None, None  # no restart happened during this run
+        return None
+    entries = shell.journal_after(unit, int(run.started * 1e6))
+    stopping = next((m for m, text in entries if text.startswith("Stopping ")), None)
+    stopped = next((m for m, text in entries if text.startswith("Stopped ")), None)
+    stop = (stopped - stopping) / 1e6 if stopping is not None and stopped is not None else 0.0
     ready = re.compile(ready_pattern)
-    for mono, message in shell.journal_after(unit, start_us):
-        if ready.search(message):
-            return (mono - start_us) / 1e6, run.ended - mono / 1e6
-    return None, None
+    for mono, message in entries:
+        if mono >= start_us and ready.search(message):
+            return ServerTimes((mono - start_us) / 1e6, run.ended - mono / 1e6, stop)
+    return None
 
 
 # ---- the contenders -----------------------------------------------------------------------------
@@ -316,9 +315,8 @@ class Bench:
             ]
         )
 
-    def timing(self, run: Timed) -> RunTiming:
-        load, detect = server_times(self.shell, self.unit, run, self.ready_pattern)
-        return RunTiming(run.seconds, load, detect, run.returncode)
+    def timing(self, run: Timed) -> ServerTimes | None:
+        return server_times(self.shell, self.unit, run, self.ready_pattern)
 
     def host_unit_sha(self) -> str:
         return self.shell.run(f"sha256sum {self.unit_dir}/{self.unit}").split()[0]
@@ -391,36 +389,37 @@ def _ensure_ok(run: Timed, what: str) -> None:
 def bench_deploys(
     bench: Bench, report: Report, rounds: int, slow_rounds: int, counter: Callable[[], int]
 ) -> None:
-    k_wall = report.row("deploy with a change: wall", "k26ctl")
-    k_over = report.row("deploy with a change: overhead (wall - server load)", "k26ctl")
-    k_det = report.row("server ready -> verdict", "k26ctl")
-    a_wall = report.row("deploy with a change: wall", "ansible-playbook")
-    a_over = report.row("deploy with a change: overhead (wall - server load)", "ansible-playbook")
-    a_det = report.row("server ready -> verdict", "ansible-playbook")
-    c1_over = report.row("deploy with a change: overhead (wall - server load)", "ssh+curl loop, 1 s")
-    c1_det = report.row("server ready -> verdict", "ssh+curl loop, 1 s")
-    c15_over = report.row("deploy with a change: overhead (wall - server load)", "ssh+curl loop, 15 s")
-    c15_det = report.row("server ready -> verdict", "ssh+curl loop, 15 s")
+    tools = ["k26ctl", "ansible-playbook", "ssh+curl loop, 1 s", "ssh+curl loop, 15 s"]
+    measures = {
+        "wall": "deploy with a change: wall",
+        "over": "deploy with a change: overhead (wall - server load)",
+        "net": "deploy with a change: overhead net of the old server's stop (wall - load - stop)",
+        "det": "server ready -> verdict",
+    }
+    rows = {(key, tool): report.row(what, tool) for key, what in measures.items() for tool in tools}
     load = report.row("server's own load time (ExecMainStart -> ready line)", "all runs")
+    stop = report.row("old server's stop time (systemd Stopping -> Stopped)", "all runs")
     k_same = report.row("deploy with no change: wall", "k26ctl")
     a_same = report.row("deploy with no change: wall", "ansible-playbook")
 
-    def record(timing: RunTiming, over: Series, det: Series, wall: Series | None = None) -> None:
-        if timing.load is None or timing.detect is None:
+    def record(run: Timed, tool: str) -> None:
+        times = bench.timing(run)
+        if times is None:
             report.notes.append("a run without a measurable restart was left out (ready line not found)")
             return
-        load.add(timing.load)
-        over.add(timing.wall - timing.load)
-        det.add(timing.detect)
-        if wall is not None:
-            wall.add(timing.wall)
+        load.add(times.load)
+        stop.add(times.stop)
+        rows["wall", tool].add(run.seconds)
+        rows["over", tool].add(run.seconds - times.load)
+        rows["net", tool].add(run.seconds - times.load - times.stop)
+        rows["det", tool].add(times.detect)
 
     for i in range(rounds):
         change = [f"service.environment.K26BENCH_ROUND={counter()}"]
         log(f"round {i + 1}/{rounds}: k26ctl deploy")
         run = bench.k26ctl(change)
         _ensure_ok(run, "k26ctl deploy")
-        record(bench.timing(run), k_over, k_det, k_wall)
+        record(run, "k26ctl")
         record_steps(report, run)
         run = bench.k26ctl(change)
         _ensure_ok(run, "k26ctl deploy (no change)")
@@ -431,7 +430,7 @@ def bench_deploys(
             log(f"round {i + 1}/{rounds}: ansible-playbook")
             run = bench.ansible_playbook(change)
             _ensure_ok(run, "ansible-playbook")
-            record(bench.timing(run), a_over, a_det, a_wall)
+            record(run, "ansible-playbook")
             if i == 0:
                 expected = bench.render(change).read_bytes()
                 import hashlib
@@ -445,12 +444,12 @@ def bench_deploys(
         log(f"round {i + 1}/{rounds}: ssh+curl loop, 1 s")
         run = bench.curl_loop([f"service.environment.K26BENCH_ROUND={counter()}"], 1)
         _ensure_ok(run, "curl loop (1 s)")
-        record(bench.timing(run), c1_over, c1_det)
+        record(run, "ssh+curl loop, 1 s")
         if i < slow_rounds:
             log(f"round {i + 1}/{rounds}: ssh+curl loop, 15 s")
             run = bench.curl_loop([f"service.environment.K26BENCH_ROUND={counter()}"], 15)
             _ensure_ok(run, "curl loop (15 s)")
-            record(bench.timing(run), c15_over, c15_det)
+            record(run, "ssh+curl loop, 15 s")
 
 
 def record_steps(report: Report, run: Timed) -> None:
@@ -479,7 +478,7 @@ def bench_failure_report(bench: Bench, report: Report, rounds: int, counter: Cal
             if run.returncode != 1:
                 report.notes.append(f"{fault}: k26ctl exited {run.returncode}, expected 1")
                 continue
-            failed_at = failure_time(bench, run, fault)
+            failed_at = failure_time(bench, run)
             if failed_at is None:
                 report.notes.append(f"{fault}: the failure was not found on the host")
                 continue
@@ -490,18 +489,18 @@ def bench_failure_report(bench: Bench, report: Report, rounds: int, counter: Cal
         )
 
 
-def failure_time(bench: Bench, run: Timed, fault: str) -> float | None:
-    """Monotonic seconds of the failure: the main process exit, or the first fatal journal line."""
+def failure_time(bench: Bench, run: Timed) -> float | None:
+    """Monotonic seconds of the first sign of failure on the host: the server's first traceback line in
+    the journal (it logs one before it exits, or while it lives on) or the main process's exit."""
     props = bench.shell.show(bench.unit, "ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic")
-    start_us = int(props.get("ExecMainStartTimestampMonotonic") or 0)
+    since_us = max(int(props.get("ExecMainStartTimestampMonotonic") or 0), int(run.started * 1e6))
     exit_us = int(props.get("ExecMainExitTimestampMonotonic") or 0)
-    if fault == "exit-during-load":
-        return exit_us / 1e6 if exit_us >= int(run.started * 1e6) else None
+    signs = [exit_us] if exit_us >= since_us else []
     fatal = re.compile(r"Traceback \(most recent call last\)")
-    for mono, message in bench.shell.journal_after(bench.unit, max(start_us, int(run.started * 1e6))):
-        if fatal.search(message):
-            return mono / 1e6
-    return None
+    signs += [
+        mono for mono, message in bench.shell.journal_after(bench.unit, since_us) if fatal.search(message)
+    ][:1]
+    return min(signs) / 1e6 if signs else None
 
 
 # (candidates, first bad value): a setting whose values from 1 up to the first bad one work; judged by a
@@ -555,7 +554,10 @@ def bench_bisect(bench: Bench, report: Report) -> None:
         try:
             document = json.loads(run.stdout)
         except json.JSONDecodeError:
-            report.notes.append(f"bisect over {candidates} values: no JSON result (exit {run.returncode})")
+            tail = " / ".join(run.stderr.strip().splitlines()[-3:])
+            report.notes.append(
+                f"bisect over {candidates} values: no JSON result (exit {run.returncode}): {tail}"
+            )
             continue
         if document.get("first_bad") != first_bad:
             report.notes.append(
