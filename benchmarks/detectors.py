@@ -208,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         "--collect-lab", type=Path, metavar="FILE", help="first write lab server outputs to FILE"
     )
     parser.add_argument(
-        "--show-held-out", action="store_true", help="also list disagreements on the extra held-out half",
+        "--show-held-out",
+        action="store_true",
+        help="also list disagreements on the extra held-out half",
     )
     args = parser.parse_args(argv)
     if args.collect_lab:

@@ -23,6 +23,8 @@ from k26ctl.smoke.textstats import (
     char_runs,
     char_weight,
     compression_ratio,
+    ends_in_repetition,
+    novel_word_share,
     repeated_ngram_coverage,
     script_of,
     scripts_compatible,
@@ -175,6 +177,7 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
     tail_gap = 3  # a loop may stop a couple of characters before the end (a final period, a newline)
     best: dict[str, Finding] = {}
     total = weighted_len(text)
+    still_repeating = not profile.repetition_needs_open_end or ends_in_repetition(window)
     for rep in tandem_repeats(window):
         stripped_unit = rep.unit.strip()
         if not stripped_unit:
@@ -184,6 +187,8 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
         at_tail = rep.end >= len(window) - tail_gap
         start, end = rep.start + offset, rep.end + offset
         unit_shown = rep.unit.replace("\n", "\\n")
+        if not at_tail and not still_repeating:
+            continue  # code and tables repeat blocks; a loop the text closed is a block
         if redundant >= profile.loop_redundant and copies >= profile.loop_copies:
             name = "loop"
             threshold = profile.loop_redundant
@@ -249,6 +254,8 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     needed = profile.tail_repeat_count * (2 if ended_cleanly else 1)
     if earlier < needed:
         return []
+    if ended_cleanly and novel_word_share(flat, _last_sentence_start(flat)) > 0:
+        return []  # parallel clauses each saying something new ("shall not copy", "shall not modify")
     name = "cut_in_loop" if finish_reason == "length" else "tail_repeat"
     first = _find_loosely(text, probe)
     return [
@@ -271,7 +278,11 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
     tail = text[-2000:]
     base = len(text) - len(tail)
     again = final_restatement(tail)
-    if again is not None and again.similarity >= profile.restatement:
+    # Parallel sentences that each finish ("shall not copy ...", "shall not modify ...") are style; a
+    # finished sentence counts only as an exact copy, a near copy only when the text stops inside it.
+    finished = tail.rstrip().endswith(_SENTENCE_END) and finish_reason != "length"
+    needed = 0.999 if finished else profile.restatement
+    if again is not None and again.similarity >= max(needed, profile.restatement):
         start = base + again.previous_start
         findings.append(
             Finding(
@@ -301,6 +312,11 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
     return findings
 
 
+def _last_sentence_start(flat: str) -> int:
+    body = flat.rstrip().rstrip("".join(_SENTENCE_END))
+    return max(body.rfind(mark) for mark in (". ", "! ", "? ", "\u3002", "\uff01", "\uff1f")) + 1
+
+
 def _find_loosely(text: str, flat_probe: str) -> int:
     """Index in `text` of the first occurrence of a whitespace-normalised probe."""
     pattern = r"\s+".join(re.escape(part) for part in flat_probe.split(" ") if part)
@@ -308,7 +324,7 @@ def _find_loosely(text: str, flat_probe: str) -> int:
     return match.start() if match else 0
 
 
-def detect_repetition(text: str, profile: KindProfile) -> list[Finding]:
+def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None = None) -> list[Finding]:
     """Late collapse measured two ways over the tail window: repeated character n-grams (catches
     near-loops with small variations) and the zlib compression ratio (what Whisper uses, but on the
     tail only, since a whole-text ratio hides a collapse after a long healthy start)."""
@@ -316,10 +332,18 @@ def detect_repetition(text: str, profile: KindProfile) -> list[Finding]:
     window, offset = _analysis_window(_blank_layout(text))
     if weighted_len(window) < 120:
         return findings
-    n = 8 if sum(char_weight(c) for c in window[-200:]) > 1.4 * len(window[-200:]) else 20
+    if profile.repetition_needs_open_end and not ends_in_repetition(window):
+        return findings
+    cjk = sum(char_weight(c) for c in window[-200:]) > 1.4 * len(window[-200:])
+    n = 8 if cjk else 20
     tail_start = max(0, len(window) - _TAIL_WINDOW)
+    # Parallel clauses ("shall not copy ...", "shall not modify ...") share long n-grams yet each adds a
+    # word; a loop with small variations adds none. Below a clear margin, demand that too, unless the
+    # generation was cut at the token limit (a healthy answer rarely runs out while repeating itself).
     coverage, first = repeated_ngram_coverage(window, n, tail_start)
-    if coverage >= profile.ngram_coverage:
+    novel = 0.0 if cjk else novel_word_share(window, max(first, tail_start))
+    recombines = novel < _NOVEL_WORDS or finish_reason == "length"
+    if coverage >= profile.ngram_coverage and (coverage >= _CLEAR_COVERAGE or recombines):
         start = offset + (first if first >= 0 else tail_start)
         findings.append(
             Finding(
@@ -334,7 +358,7 @@ def detect_repetition(text: str, profile: KindProfile) -> list[Finding]:
     tail = window[tail_start:]
     if len(tail.encode("utf-8")) >= 200:
         ratio = compression_ratio(tail)
-        if ratio >= profile.tail_compression:
+        if ratio >= profile.tail_compression and (ratio >= 2 * profile.tail_compression or recombines):
             start = offset + tail_start
             findings.append(
                 Finding(
@@ -347,6 +371,10 @@ def detect_repetition(text: str, profile: KindProfile) -> list[Finding]:
                 )
             )
     return findings
+
+
+_NOVEL_WORDS = 0.04
+_CLEAR_COVERAGE = 0.95
 
 
 _WORDISH = re.compile(r"[^\s\d_.,;:!?()\[\]{}\"'`|/\\<>=+*&^%$#@~-]+")
@@ -762,7 +790,7 @@ def score_text(
         shown += detect_loops(view, profile, finish_reason)
         shown += detect_tail_repeat(view, profile, finish_reason)
         shown += detect_restart(view, profile, finish_reason)
-        shown += detect_repetition(view, profile)
+        shown += detect_repetition(view, profile, finish_reason)
         shown += detect_token_soup(view, profile)
         shown += detect_gibberish(view, profile)
         shown += detect_low_content(view, profile)

@@ -34,6 +34,9 @@ class KindProfile:
     check_content: bool = True  # letters must make up a fair share of the visible text
     restatement: float = 0.88  # the last sentence re-says the one before it this closely (1.0 = off)
     check_enumeration_restart: bool = True  # a numbered answer starting over from its first step
+    # structured text (code, tables) repeats by design: its repetition counts only while the text is
+    # still repeating at its end, not when it closed with something new ("};", "</table>")
+    repetition_needs_open_end: bool = False
 
 
 _PROSE = KindProfile("prose")
@@ -55,6 +58,7 @@ _STRUCTURED = KindProfile(
     check_content=False,
     restatement=1.01,
     check_enumeration_restart=False,
+    repetition_needs_open_end=True,
 )
 
 PROFILES: dict[str, KindProfile] = {
@@ -92,7 +96,13 @@ PROFILES: dict[str, KindProfile] = {
 
 _CODE_LINE = re.compile(
     r"^\s*(def |class |import |from \S+ import|return\b|function\b|const |let |var |#include|for\s*\(|"
-    r"if\s*\(|while\s*\(|public |private |fn |}|{|.*[;{]\s*$|.*\)\s*:\s*$)"
+    r"if\s*\(|while\s*\(|public |private |fn |}|{|.*[;{]\s*$|.*\)\s*:\s*$"
+    # Python blocks, assignments, HTML/XML tags, YAML keys, log lines
+    r"|(?:for|while|if|elif|else|try|except|finally|with|async|raise|pass|yield|break|continue)\b.*"
+    r"|[A-Za-z_][\w.\[\]'\"]*\s*(?:[-+*/|&%]?=|:=)(?!=)\s*\S"
+    r"|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>"
+    r"|-?\s*[a-z_][\w.-]*:(?:\s+\S.*)?$"
+    r"|\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE)\b)"
 )
 _LIST_LINE = re.compile(r"^\s*(\d+[.):]|[-*+•]|step \d+[.):]?|[a-z][.)])\s", re.IGNORECASE)
 _TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
@@ -115,6 +125,8 @@ def guess_kind(text: str) -> str:
         return "table"
     if len(lines) >= 4 and alnum < 0.2 * len(visible):
         return "art"
+    if len(lines) >= 4 and sum(_is_data_line(x) for x in lines) >= 0.6 * len(lines):
+        return "table"  # rows of numbers, hex dumps, CSV of figures
     if stripped.count("\\") >= 4 and stripped.count("{") >= 2:
         return "math"
     if cjk_ratio(stripped) >= 0.3:
@@ -126,6 +138,14 @@ def guess_kind(text: str) -> str:
     if len(visible) <= 40:
         return "short"
     return "prose"
+
+
+def _is_data_line(line: str) -> bool:
+    """Mostly digits and separators: letters are under a fifth of the visible characters."""
+    visible = [ch for ch in line if not ch.isspace()]
+    letters = sum(1 for ch in visible if ch.isalpha())
+    digits = sum(1 for ch in visible if ch.isdigit())
+    return len(visible) >= 4 and digits >= 2 and letters < 0.2 * len(visible)
 
 
 def _looks_like_verse(lines: list[str]) -> bool:

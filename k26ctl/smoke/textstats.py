@@ -206,3 +206,32 @@ def repeated_ngram_coverage(text: str, n: int, window_start: int = 0) -> tuple[f
             if first_index < 0:
                 first_index = lo
     return covered / length, first_index
+
+
+def ends_in_repetition(text: str, lines: int = 3) -> bool:
+    """The last `lines` non-blank lines all appeared earlier (the very last may be a cut-off prefix of an
+    earlier line): the text stops while still repeating, instead of closing with something new."""
+    rows = [row.strip() for row in text.splitlines() if row.strip()]
+    if len(rows) <= lines:
+        return False
+    *_, last = rows
+    earlier = rows[:-1]
+    if not any(row.startswith(last) for row in earlier):
+        return False
+    return all(rows[i] in rows[:i] for i in range(len(rows) - lines, len(rows) - 1))
+
+
+def novel_word_share(text: str, start: int) -> float:
+    """Share of the words in text[start:] that the text had not used before them (case-folded):
+    near zero when a text only recombines what it already said, as loops with small variations do."""
+    import re
+
+    seen: set[str] = set()
+    novel = total = 0
+    for match in re.finditer(r"\w+", text):
+        word = match.group().casefold()
+        if match.start() >= start:
+            total += 1
+            novel += word not in seen
+        seen.add(word)
+    return novel / total if total else 0.0
