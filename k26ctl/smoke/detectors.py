@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from k26ctl.smoke.kinds import KindProfile, profile_for
-from k26ctl.smoke.restarts import enumeration_restart, final_restatement
+from k26ctl.smoke.restarts import enumeration_restart, final_restatement, paragraph_restart
 from k26ctl.smoke.textstats import (
     INVISIBLE,
     char_runs,
@@ -174,7 +174,10 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
     the token limit gets its own name: the generation was cut while looping.
     """
     window, offset = _analysis_window(text)
-    tail_gap = 3  # a loop may stop a couple of characters before the end (a final period, a newline)
+    # A loop may stop a couple of characters before the end (a final period, a newline); in code and
+    # tables those characters are a closing bracket, and a loop that was closed is a block.
+    tail_gap = 0 if profile.repetition_needs_open_end else 3
+    window_end = len(window.rstrip()) if profile.repetition_needs_open_end else len(window)
     best: dict[str, Finding] = {}
     total = weighted_len(text)
     still_repeating = not profile.repetition_needs_open_end or ends_in_repetition(window)
@@ -184,7 +187,7 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
             continue  # whitespace-only units are the char-run detector's business
         redundant = weighted_len(window[rep.start + rep.period : rep.end])
         copies = rep.copies
-        at_tail = rep.end >= len(window) - tail_gap
+        at_tail = rep.end >= window_end - tail_gap
         start, end = rep.start + offset, rep.end + offset
         unit_shown = rep.unit.replace("\n", "\\n")
         if not at_tail and not still_repeating:
@@ -295,6 +298,25 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
                 f"{again.units} words)",
             )
         )
+    again_paragraph = paragraph_restart(tail) if profile.restatement <= 1.0 else None
+    # a paragraph re-said right after itself, or an answer cut off while starting over in other words
+    # (a chorus coming back after a verse is neither)
+    if again_paragraph is not None and (
+        (again_paragraph.back_to_back and again_paragraph.similarity >= 0.9)
+        or (not finished and again_paragraph.cut_short and again_paragraph.similarity >= _CUT_RESTART)
+    ):
+        start = base + again_paragraph.earlier_start
+        findings.append(
+            Finding(
+                "answer_restart",
+                round(again_paragraph.similarity, 3),
+                0.9 if finished else _CUT_RESTART,
+                (start, len(text)),
+                _excerpt(text, base + again_paragraph.start, len(text)),
+                f"the last paragraph starts the answer over ({again_paragraph.similarity:.0%} alike to "
+                "an earlier one)",
+            )
+        )
     if profile.check_enumeration_restart:
         restart = enumeration_restart(text[: _ANALYSIS_CHARS * 2])
         if restart is not None:
@@ -310,6 +332,9 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
                 )
             )
     return findings
+
+
+_CUT_RESTART = 0.6
 
 
 def _last_sentence_start(flat: str) -> int:
@@ -337,13 +362,13 @@ def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None
     cjk = sum(char_weight(c) for c in window[-200:]) > 1.4 * len(window[-200:])
     n = 8 if cjk else 20
     tail_start = max(0, len(window) - _TAIL_WINDOW)
-    # Parallel clauses ("shall not copy ...", "shall not modify ...") share long n-grams yet each adds a
-    # word; a loop with small variations adds none. Below a clear margin, demand that too, unless the
-    # generation was cut at the token limit (a healthy answer rarely runs out while repeating itself).
+    # Parallel clauses ("shall not copy ...", "shall not modify ...") and templated sections share long
+    # n-grams yet each adds a word; a loop with small variations adds none (exact loops are the loop
+    # finder's), unless the generation was cut at the token limit while repeating itself.
     coverage, first = repeated_ngram_coverage(window, n, tail_start)
     novel = 0.0 if cjk else novel_word_share(window, max(first, tail_start))
     recombines = novel < _NOVEL_WORDS or finish_reason == "length"
-    if coverage >= profile.ngram_coverage and (coverage >= _CLEAR_COVERAGE or recombines):
+    if coverage >= profile.ngram_coverage and recombines:
         start = offset + (first if first >= 0 else tail_start)
         findings.append(
             Finding(
@@ -374,7 +399,6 @@ def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None
 
 
 _NOVEL_WORDS = 0.04
-_CLEAR_COVERAGE = 0.95
 
 
 _WORDISH = re.compile(r"[^\s\d_.,;:!?()\[\]{}\"'`|/\\<>=+*&^%$#@~-]+")
@@ -425,7 +449,8 @@ _SHORT_WORDS = _word_set(
     "a i o am an as at be by do go he hi if in is it me my no of oh ok on or so to up us we ye ah eh",
     "ha mr ms dr st vs id tv uk ai ad pm km cm mm kg ml ex",
 )
-_ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])")
+# Abbreviations ("e.g.", "U.S.") and one-letter labels ("Q:", "A)", "B.") are not word fragments.
+_ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)")
 # Letters glued to a number ("500g", "3x", "10ml") are units, not words.
 _LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:'[A-Za-z]+)?")
 

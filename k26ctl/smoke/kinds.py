@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from k26ctl.smoke.textstats import cjk_ratio
+from k26ctl.smoke.textstats import cjk_ratio, weighted_len
 
 KINDS = ("prose", "poem", "list", "code", "table", "json", "cjk", "math", "art", "reasoning", "short")
 
@@ -100,11 +100,15 @@ _CODE_LINE = re.compile(
     # Python blocks, assignments, HTML/XML tags, YAML keys, log lines
     r"|(?:for|while|if|elif|else|try|except|finally|with|async|raise|pass|yield|break|continue)\b.*"
     r"|[A-Za-z_][\w.\[\]'\"]*\s*(?:[-+*/|&%]?=|:=)(?!=)\s*\S"
+    r"|[A-Za-z_][\w.]*\(.*\)\s*;?\s*$"  # a bare call statement
     r"|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>"
     r"|-?\s*[a-z_][\w.-]*:(?:\s+\S.*)?$"
     r"|\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE)\b)"
 )
-_LIST_LINE = re.compile(r"^\s*(\d+[.):]|[-*+•]|step \d+[.):]?|[a-z][.)])\s", re.IGNORECASE)
+# list items, and the headings and bold labels of sectioned answers, which repeat their template too
+_LIST_LINE = re.compile(
+    r"^\s*(\d+[.):]|[-*+•]|step \d+[.):]?|[a-z][.)]|#{1,6}|\*\*[^*\n]+\*\*)\s", re.IGNORECASE
+)
 _TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
 
 
@@ -130,7 +134,7 @@ def guess_kind(text: str) -> str:
     if stripped.count("\\") >= 4 and stripped.count("{") >= 2:
         return "math"
     if cjk_ratio(stripped) >= 0.3:
-        return "cjk"
+        return "poem" if _looks_like_verse(lines) else "cjk"
     if len(lines) >= 3 and sum(bool(_LIST_LINE.match(x)) for x in lines) >= 3:
         return "list"
     if _looks_like_verse(lines):
@@ -153,11 +157,11 @@ def _looks_like_verse(lines: list[str]) -> bool:
     refrains legitimately come back (a line-per-item loop has one- or two-word lines, or far more lines)."""
     if len(lines) < 4:
         return False
-    lengths = sorted(len(line.strip()) for line in lines)
+    lengths = sorted(weighted_len(line.strip()) for line in lines)  # a CJK character counts twice
     median = lengths[len(lengths) // 2]
     open_ended = sum(not line.rstrip().endswith((".", "!", "?", ":")) for line in lines)
     distinct = len({line.strip().lower() for line in lines})
-    return 15 <= median <= 70 and open_ended >= len(lines) / 2 and distinct >= len(lines) / 2
+    return 10 <= median <= 70 and open_ended >= len(lines) / 2 and distinct >= len(lines) / 2
 
 
 _LENIENT_ORDER = (

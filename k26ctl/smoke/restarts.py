@@ -128,3 +128,33 @@ def enumeration_restart(text: str, overlap: float = 0.25) -> EnumerationRestart 
     if matched >= 2 and matched * 2 >= len(pairs):
         return EnumerationRestart(restart_at, max(first_pass), len(pairs), matched)
     return None
+
+
+@dataclass(frozen=True)
+class ParagraphRestart:
+    """The last paragraph (from `start`) re-says an earlier one (from `earlier_start`)."""
+
+    earlier_start: int
+    start: int
+    similarity: float
+    back_to_back: bool
+    cut_short: bool  # the last paragraph is shorter than the one it copies (it stopped part-way)
+
+
+_PARAGRAPH = re.compile(r"[^\n]+(?:\n(?!\s*\n)[^\n]+)*")
+
+
+def paragraph_restart(text: str, min_words: int = 12) -> ParagraphRestart | None:
+    """The last paragraph compared with each earlier one of some length (against its opening when
+    the last one was cut off); the best match."""
+    blocks = [(m.start(), _units(m.group())) for m in _PARAGRAPH.finditer(text)]
+    blocks = [(start, words) for start, words in blocks if len(words) >= min_words]
+    if len(blocks) < 2:
+        return None
+    last_start, last = blocks[-1]
+    best: ParagraphRestart | None = None
+    for i, (start, words) in enumerate(blocks[:-1]):
+        ratio = SequenceMatcher(None, words[: len(last)], last, autojunk=False).ratio()
+        if best is None or ratio > best.similarity:
+            best = ParagraphRestart(start, last_start, ratio, i == len(blocks) - 2, len(last) < len(words))
+    return best

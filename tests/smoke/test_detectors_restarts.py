@@ -139,3 +139,45 @@ def test_whole_answer_loop_is_found(text: str) -> None:
 )
 def test_short_repeats_that_are_not_whole_answer_loops(text: str) -> None:
     assert not score_text(text).degenerate
+
+
+# ---- a paragraph that starts the answer over ---------------------------------------------------------
+
+FIRST = (
+    "To solve this, first compute the sum of the digits: 1 + 2 + 3 = 6. Since 6 is divisible by 3, the "
+    "number is divisible by 3."
+)
+
+
+def test_paragraph_restart_cut_off_in_other_words_is_found() -> None:
+    text = (
+        FIRST
+        + "\n\nTo solve this problem, we first compute the sum of the digits: 1 + 2 + 3 = 6. Since 6 is "
+        "divisible by 3, the number is"
+    )
+    findings = [f for f in detect_restart(text, PROSE) if f.detector == "answer_restart"]
+    assert len(findings) == 1 and findings[0].span == (0, len(text))
+    assert score_text(text).degenerate
+
+
+def test_paragraph_said_again_right_after_itself_is_found() -> None:
+    assert score_text(FIRST + "\n\n" + FIRST.replace("first compute", "compute")).degenerate
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a chorus that comes back after a verse
+        "I walked along the empty road and the night was cold and long and I was alone\n\n"
+        "And I sing and I sing till the morning comes and the light is on the hill\n\n"
+        "The stars were out above the hills and I hummed a quiet song to myself\n\n"
+        "And I sing and I sing till the morning comes and the light is on the hill",
+        # paragraphs that open alike and then say different things
+        "In summary, the first option is cheaper to run and easier to maintain for a small team.\n\n"
+        "In summary, the second option scales better but needs a dedicated operator and more hardware.",
+        # a poem printed twice is verse, not prose
+        "床前明月光，\n疑是地上霜。\n举头望明月，\n低头思故乡。\n\n床前明月光，\n疑是地上霜。\n举头望明月，\n低头思故乡。",
+    ],
+)
+def test_paragraphs_that_are_not_restarts(text: str) -> None:
+    assert not score_text(text).degenerate, score_text(text).reasons

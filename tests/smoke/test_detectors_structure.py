@@ -119,3 +119,32 @@ def test_near_copy_of_a_finished_sentence_is_style_but_a_cut_one_is_a_restart() 
     assert not score_text(finished).degenerate
     cut = finished + " The Licensee shall not modify the Software at"
     assert score_text(cut).degenerate
+
+
+def test_repeated_assertions_in_a_test_are_code() -> None:
+    text = (
+        "class T(unittest.TestCase):\n    def test_a(self):\n" + "        self.assertTrue(ok())\n" * 4 + "\n"
+        "    def test_b(self):\n        self.assertFalse(bad())\n"
+    )
+    assert guess_kind(text) == "code"
+    assert not score_text(text).degenerate
+
+
+def test_json_array_of_identical_objects_that_closes_is_fine() -> None:
+    text = "[\n" + ",\n".join('  {"name": "sensor", "value": 0, "unit": "C"}' for _ in range(15)) + "\n]"
+    assert not score_text(text).degenerate
+    assert score_text(text.removesuffix("\n]") + ',\n  {"name": "sen').degenerate
+
+
+def test_templated_sections_each_adding_a_number_are_not_repetition() -> None:
+    text = "# Plan\n\n" + "".join(
+        f"### Step {i}\n**Goal:** finish part {i} of the migration.\n"
+        f"**Action:** run the script for batch {i} and check the logs.\n\n"
+        for i in range(1, 9)
+    )
+    assert not score_text(text).degenerate
+
+
+def test_one_letter_labels_are_not_fragments() -> None:
+    text = "\n".join(f"Q: What is {i} plus {i}?\nA: {2 * i}" for i in range(2, 7))
+    assert not score_text(text).degenerate
