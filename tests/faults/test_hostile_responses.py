@@ -87,11 +87,6 @@ def test_smoke_cli_against_a_hostile_server(server: FaultServer) -> None:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xfail(
-    strict=True,
-    reason="smoke scores the whole completion text: a 4 MiB answer costs ~10 s of detectors on this machine, "
-    "~150 s for the default suite (k26ctl/smoke/detectors.py score_text has no length cap)",
-)
 @pytest.mark.parametrize("server", ["huge-text"], indirect=True)
 def test_multi_megabyte_completion_texts_are_scored_in_bounded_time(server: FaultServer) -> None:
     """A server that ignores max_tokens and sends 4 MiB per answer: the default suite must still end in
