@@ -203,7 +203,7 @@ def rollback(
                 from k26ctl.deploy.plan import Plan, UnitChange
 
                 preview = Plan(unit=UnitChange(path, facts.unit_sha, target.unit_sha or "", ""))
-                preview.restart_reasons.append(summary)
+                preview.restart, preview.restart_reasons = True, [summary]
                 if not opts.confirm(preview):
                     raise K26Error("rollback cancelled: nothing was changed")
             source = _source_record(facts.history, index, record.previous_unit_sha)
