@@ -588,6 +588,51 @@ def run_companions(report: Report, scripts: Sequence[tuple[str, tuple[str, ...]]
         report.companions[name] = f"`{shown}` ({run.seconds:.0f} s)\n\n{status}```\n{body}\n```"
 
 
+# ---- the fault matrix (observations written by tests/faults with K26CTL_FAULT_MATRIX=FILE) ----------
+
+MATRIX_START = "<!-- fault_matrix:start -->"
+MATRIX_END = "<!-- fault_matrix:end -->"
+EXPECTED = {
+    "Ctrl-C during": "exit 130 saying which unit is in place; old unit before apply, new after; lock freed",
+    "two deploys at once": "the second is refused by the host lock (exit 1, names the holder)",
+    "sshd down": "exit 69, nothing changed, the old server keeps running",
+    "host key changed": "exit 69 naming the host key, even with --accept-new-host-key; nothing changed",
+    "connection cut during upload": "exit 69 (connection lost); the old unit, no temp file; converges after",
+    "connection cut during readiness": "rides it out (exit 0) or exit 69; the new unit, service running",
+    "health endpoint": "exit 1 once readiness.timeout passes, naming the last probe; the new unit",
+    "health hangs, --rollback-on-failure": "exit 1, then the old unit restored and the old server ready",
+    "crash loop": "exit 1 within seconds with the server's error line; systemd's start limit reached",
+    "disk full": "a clear error naming the lack of space; the old unit, no temp file",
+    "server dies mid-smoke": "exit 1 or 69 naming the lost server; the new unit, service state known",
+}
+
+
+def _expected(fault: str) -> str:
+    return next((text for prefix, text in EXPECTED.items() if fault.startswith(prefix)), "")
+
+
+def fault_matrix(path: Path) -> str:
+    """Markdown rows from the observations of the last tests/faults run (the last record per fault)."""
+    records: dict[str, dict[str, Any]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            records[record["fault"]] = record
+    lines = [
+        "| fault | expected | observed exit | message | host afterwards |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for fault, r in records.items():
+        host = f"{r['unit']} unit, service {r['service']}"
+        if r["daemon_reload_pending"]:
+            host += ", daemon-reload pending"
+        if r["leftovers"]:
+            host += f", leftovers {r['leftovers']}"
+        message = r["message"].replace("|", "\\|")
+        lines.append(f"| {fault} | {_expected(fault)} | {r['exit']} | `{message}` | {host} |")
+    return "\n".join(lines) + "\n"
+
+
 # ---- presentation -------------------------------------------------------------------------------
 
 
@@ -662,12 +707,12 @@ def to_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_readme(markdown: str) -> None:
+def update_readme(markdown: str, start: str = TABLE_START, end: str = TABLE_END) -> None:
     text = README.read_text() if README.exists() else ""
-    block = f"{TABLE_START}\n{markdown}{TABLE_END}"
-    if TABLE_START in text and TABLE_END in text:
-        head, rest = text.split(TABLE_START, 1)
-        tail = rest.split(TABLE_END, 1)[1]
+    block = f"{start}\n{markdown}{end}"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        tail = rest.split(end, 1)[1]
         text = head + block + tail
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
@@ -695,11 +740,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--readme", action="store_true", help="rewrite the table in benchmarks/README.md")
     parser.add_argument("--down", action="store_true", help="stop the lab host at the end")
     parser.add_argument("--companion-timeout", type=float, default=600)
+    parser.add_argument(
+        "--fault-matrix",
+        metavar="JSONL",
+        help="only print the fault matrix from tests/faults observations (K26CTL_FAULT_MATRIX=JSONL)",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.fault_matrix:
+        matrix = fault_matrix(Path(args.fault_matrix))
+        if args.readme:
+            update_readme(matrix, MATRIX_START, MATRIX_END)
+        print(matrix)
+        return 0
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

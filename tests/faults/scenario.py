@@ -4,6 +4,7 @@ subprocess to disturb, and the checks that the host ended in the old or the new 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import signal
@@ -113,14 +114,39 @@ class Scenario:
         assert self.host.wait_active() == "active"
 
     # ---- verdicts --------------------------------------------------------------------------------------
-    def old_or_new(self, new_sets: Sequence[str]) -> str:
-        """'old' or 'new' for the unit on the host, asserting that it is one of them, whole."""
+    def old_or_new(self, new_sets: Sequence[str], fault: str = "", run: CliRun | None = None) -> str:
+        """'old' or 'new' for the unit on the host, asserting that it is one of them, whole. With a
+        fault name and its run, the observation is also appended to $K26CTL_FAULT_MATRIX (JSON lines)
+        for the fault matrix in benchmarks/README.md."""
         sha = self.host.unit_sha()
         new_sha = self.expected_sha(new_sets)
-        assert sha in (self.old_sha, new_sha), f"unit on the host is neither old nor new (sha {sha})"
+        state = "old" if sha == self.old_sha else "new" if sha == new_sha else "NEITHER"
         leftovers = self.host.leftovers_in(self.host.unit_dir)
+        if fault and run is not None:
+            self._observe(fault, run, state, leftovers)
+        assert state != "NEITHER", f"unit on the host is neither old nor new (sha {sha})"
         assert not leftovers, f"temporary files left in {self.host.unit_dir}: {leftovers}"
-        return "old" if sha == self.old_sha else "new"
+        return state
+
+    def _observe(self, fault: str, run: CliRun, state: str, leftovers: list[str]) -> None:
+        path = os.environ.get("K26CTL_FAULT_MATRIX")
+        if not path:
+            return
+        lines = [line.strip() for line in run.output.splitlines()]
+        said = next((line for line in lines if line.startswith("error:")), None) or next(
+            (line for line in lines if re.search(r": (failed|interrupted) - ", line)), ""
+        )
+        record = {
+            "fault": fault,
+            "exit": run.exit_code,
+            "message": said[:240],
+            "unit": state,
+            "leftovers": leftovers,
+            "daemon_reload_pending": self.host.needs_daemon_reload(),
+            "service": self.host.active_state(),
+        }
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(record) + "\n")
 
     def service_state(self) -> str:
         state = self.host.active_state()

@@ -59,7 +59,7 @@ def test_ctrl_c_at_each_phase(scenario: Scenario, phase: str) -> None:
         # From the apply step on, the deploy says which unit it left in place. Earlier, the message
         # depends on where the signal lands (see test_cli_interrupts.py).
         assert "interrupted:" in run.stderr, run.stderr[-2000:]
-    state = scenario.old_or_new(new)
+    state = scenario.old_or_new(new, f"Ctrl-C during {phase}", run)
     if phase in ("connect", "facts"):
         assert state == "old", "interrupted before apply, yet the unit changed"
     if phase in ("daemon-reload", "restart", "readiness", "smoke"):
@@ -80,7 +80,7 @@ def test_two_deploys_at_once(scenario: Scenario) -> None:
     _winner, loser, winner_sets = (run_a, run_b, first) if run_a.exit_code == 0 else (run_b, run_a, second)
     assert_clean_failure(loser, (1,))
     assert "lock" in loser.stderr.lower(), loser.stderr
-    assert scenario.host.unit_sha() == scenario.expected_sha(winner_sets)
+    assert scenario.old_or_new(winner_sets, "two deploys at once (the second)", loser) == "new"
     _no_daemon_reload_pending(scenario)
     assert scenario.host.wait_active() == "active"
 
@@ -91,7 +91,7 @@ def test_sshd_down(scenario: Scenario) -> None:
     run = scenario.deploy(new, "--no-smoke", timeout=60)
     scenario.host.sshd("start")
     assert_clean_failure(run, (69,))
-    assert scenario.old_or_new(new) == "old"
+    assert scenario.old_or_new(new, "sshd down", run) == "old"
     assert scenario.host.active_state() == "active"  # the old server kept running
     scenario.assert_recovers(new)
 
@@ -108,7 +108,7 @@ def test_host_key_changed(scenario: Scenario) -> None:
     assert "host key" in run.stderr.lower(), run.stderr
     # a changed key is never accepted, not even with the opt-in for unknown keys
     assert_clean_failure(again, (69,))
-    assert scenario.old_or_new(new) == "old"
+    assert scenario.old_or_new(new, "host key changed", run) == "old"
     scenario.assert_recovers(new)
 
 
@@ -132,7 +132,7 @@ def test_connection_cut_during_upload(scenario: Scenario, cut: str) -> None:
             stale_lock = scenario.deploy(new, "--check", timeout=60)
             scenario.host.kill_ssh_sessions()
     assert_clean_failure(run, (1, 69))
-    assert scenario.old_or_new(new) == "old", "the cut upload replaced the unit"
+    assert scenario.old_or_new(new, f"connection cut during upload ({cut})", run) == "old"
     _no_daemon_reload_pending(scenario)
     assert scenario.host.active_state() == "active"
     scenario.assert_recovers(new)
@@ -160,7 +160,7 @@ def test_connection_cut_during_readiness_wait(scenario: Scenario, cut: str) -> N
             time.sleep(3)
     run = running.finish(timeout=90)
     assert_clean_failure(run, (0, 1, 69))
-    assert scenario.old_or_new(new) == "new"
+    assert scenario.old_or_new(new, f"connection cut during readiness ({cut})", run) == "new"
     _no_daemon_reload_pending(scenario)
     assert scenario.host.wait_active() == "active"
     scenario.assert_recovers(new)
@@ -175,7 +175,7 @@ def test_health_endpoint_misbehaves(scenario: Scenario, mode: str) -> None:
     run = scenario.deploy(new, "--no-smoke", timeout=90)
     assert_clean_failure(run, (1,))
     assert "ready" in run.stderr.lower(), run.stderr[-2000:]
-    assert scenario.old_or_new(new) == "new"
+    assert scenario.old_or_new(new, f"health endpoint: {mode}", run) == "new"
     assert scenario.host.active_state() == "active"  # the process is up; it just never became ready
     scenario.assert_recovers(scenario.sets("health-recovered"))
 
@@ -185,7 +185,7 @@ def test_health_hang_with_rollback_restores_the_old_unit(scenario: Scenario) -> 
     run = scenario.deploy(new, "--no-smoke", "--rollback-on-failure", timeout=120)
     assert_clean_failure(run, (1,))
     assert "roll" in run.stderr.lower()
-    assert scenario.old_or_new(new) == "old"
+    assert scenario.old_or_new(new, "health hangs, --rollback-on-failure", run) == "old"
     _no_daemon_reload_pending(scenario)
     assert scenario.host.wait_active() == "active"
 
@@ -194,7 +194,7 @@ def test_crash_loop_reaches_the_start_limit(scenario: Scenario) -> None:
     new = [*scenario.sets("crash-loop", FAULT_MODE="crash"), "service.restart_sec=0"]
     run = scenario.deploy(new, "--no-smoke", timeout=90)
     assert_clean_failure(run, (1,))
-    assert scenario.old_or_new(new) == "new"
+    assert scenario.old_or_new(new, "crash loop (start limit)", run) == "new"
     deadline = time.monotonic() + 20
     while scenario.host.active_state() != "failed" and time.monotonic() < deadline:
         time.sleep(0.3)
@@ -217,7 +217,7 @@ def test_disk_full_while_uploading(scenario: Scenario) -> None:
         assert_clean_failure(run, (1, 69, 77))
         assert run.exit_code != 0
         assert "space" in run.stderr.lower(), run.stderr[-2000:]
-        assert scenario.old_or_new(new) == "old"
+        assert scenario.old_or_new(new, "disk full while uploading", run) == "old"
         _no_daemon_reload_pending(scenario)
     assert scenario.host.active_state() == "active"
     scenario.assert_recovers(new)
@@ -228,6 +228,6 @@ def test_server_dies_mid_smoke(scenario: Scenario) -> None:
     run = scenario.deploy(new, "--smoke", timeout=90)
     assert_clean_failure(run, (1, 69))
     assert run.exit_code != 0
-    assert scenario.old_or_new(new) == "new"
+    assert scenario.old_or_new(new, "server dies mid-smoke", run) == "new"
     scenario.service_state()
     scenario.assert_recovers(scenario.sets("die-recovered"))
