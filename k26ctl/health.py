@@ -43,6 +43,7 @@ class ReadinessResult:
     reported_load_seconds: float | None  # SGLang's `Load weight end. elapsed=`
     probes: int
     progress: LoadProgress | None
+    last_unit: UnitState | None = None  # the unit's state as last read during the wait
 
     @property
     def ready(self) -> bool:
@@ -247,6 +248,7 @@ def wait_ready(
         armed=armed,
         poll_initial=profile.readiness.poll_initial,
         poll_max=profile.readiness.poll_max,
+        expected_load=expected_load_seconds,
     )
     feed = JournalFeed(systemd, cursor)
     next_unit_check = start + min(UNIT_CHECK_INTERVAL, 0.5)
@@ -324,6 +326,7 @@ def wait_ready(
         reported_load_seconds=machine.reported_load_seconds,
         probes=machine.probes,
         progress=machine.progress,
+        last_unit=machine.last_unit,
     )
 
 

@@ -31,7 +31,7 @@ from k26ctl.deploy.history import (
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
-from k26ctl.deploy.readiness import ProbeResult
+from k26ctl.deploy.readiness import ProbeResult, UnitState
 from k26ctl.deploy.steps import StepLog
 from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.health import ReadinessResult, check_ready_once, read_unit_state, wait_ready
@@ -78,6 +78,7 @@ class Context:
     unit_backup: str | None = None
     early_probe: Future[ProbeResult] | None = None
     early_cursor: Future[str] | None = None
+    last_unit: UnitState | None = None  # the unit's state as the readiness wait last read it
     restarted: bool = False
 
 
@@ -330,6 +331,7 @@ def _progress_emitter(log: StepLog) -> Any:
 def _readiness_verdict(ctx: Context, readiness: ReadinessResult, step: str) -> None:
     result = ctx.result
     outcome = readiness.outcome
+    ctx.last_unit = readiness.last_unit
     if readiness.ready:
         result.ready_seconds = readiness.wall_seconds
         result.load_seconds = readiness.server_load_seconds
@@ -476,7 +478,8 @@ def _rollback_after_failure(ctx: Context, before: Snapshot) -> None:
 def _describe_state(ctx: Context) -> None:
     result = ctx.result
     try:
-        state = read_unit_state(ctx.systemd).describe()
+        seen = ctx.last_unit if result.verdict == "ok" and not result.rolled_back else None
+        state = (seen or read_unit_state(ctx.systemd)).describe()
     except K26Error:
         state = "unknown"
     sha = sha256_text(ctx.desired_unit)[:12]

@@ -97,6 +97,9 @@ class ReadinessMachine:
     journal_grace: float = 0.5  # after the unit state shows a failure, wait this long for its lines
     burst_window: float = 10.0  # after the weights are loaded, probe every burst_interval this long
     burst_interval: float = 0.2
+    # This host's last measured load time (history): probe at the fast pace around when the server
+    # should be ready, from a second before it to burst_window after.
+    expected_load: float | None = None
     scanner: JournalScanner = field(default_factory=JournalScanner)
 
     outcome: Outcome | None = None
@@ -115,10 +118,15 @@ class ReadinessMachine:
     _fatal_deadline: float | None = None
     _fatal_reason: str = ""
     _pending_kind: str = ""  # "line": a fatal journal line; "unit": the unit state said so
+    _burst_from: float = 0.0
     _burst_until: float = 0.0
+    last_unit: UnitState | None = None
 
     def __post_init__(self) -> None:
         self._interval = self.poll_initial
+        if self.expected_load is not None and self.expected_load > 0:
+            self._burst_from = self.start + max(0.0, self.expected_load - 1.0)
+            self._burst_until = self.start + self.expected_load + self.burst_window
         self._next_probe = self.start + self.poll_initial
         if self.baseline is not None:
             self._tracked_pid = self.baseline.main_pid
@@ -126,6 +134,7 @@ class ReadinessMachine:
     # ---- observations ---------------------------------------------------------------------------
 
     def on_unit(self, state: UnitState, now: float) -> Outcome | None:
+        self.last_unit = state
         if self.outcome is not None:
             return self.outcome
         base = self.baseline
@@ -211,18 +220,21 @@ class ReadinessMachine:
         if result.ok:
             self.outcome = Outcome(OutcomeKind.READY, "all readiness probes passed", at=now)
             return self.outcome
-        if now < self._burst_until:
+        if self._burst_from <= now < self._burst_until:
             self._next_probe = now + min(self.burst_interval, self._interval)
             return None
         if now - self.start >= self.fast_window and not self.ready_line_seen:
             self._interval = min(self.poll_max, self._interval * 1.5)
         self._next_probe = now + self._interval
+        if now < self._burst_from:
+            self._next_probe = min(self._next_probe, self._burst_from)
         return None
 
     def _burst(self, now: float) -> None:
         """Weights are in: the server is seconds from ready (the journal's ready line reaches us
         about 0.3 s late, journald batches change notifications), so probe briefly at a fast pace."""
-        self._burst_until = now + self.burst_window
+        self._burst_from = min(self._burst_from, now) if self._burst_until > now else now
+        self._burst_until = max(self._burst_until, now + self.burst_window)
         self._next_probe = min(self._next_probe, now + self.burst_interval)
 
     def on_tick(self, now: float) -> Outcome | None:

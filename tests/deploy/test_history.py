@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from k26ctl.deploy.history import DeployRecord, last_load_seconds, parse_history, serialize
-from k26ctl.deploy.rollback import rollback_target
+from k26ctl.deploy.restore import rollback_target
 
 
 def rec(**kw: object) -> DeployRecord:

@@ -204,3 +204,14 @@ def test_probes_quicken_once_the_weights_are_loaded() -> None:
     assert round(m.next_wakeup(101.5), 3) == 101.7
     m.on_probe(NOT_YET, 112.0)  # the burst is over: back to the normal pace
     assert m.next_wakeup(112.0) == 113.0
+
+
+def test_probes_quicken_around_the_expected_ready_time() -> None:
+    m = machine(expected_load=5.0)  # this host's last load took 5 s
+    m.on_probe(NOT_YET, 101.0)
+    assert m.next_wakeup(101.0) == 102.0
+    for t in (102.0, 103.0):
+        m.on_probe(NOT_YET, t)
+    assert m.next_wakeup(103.0) == 104.0  # a second before the expected ready time
+    m.on_probe(NOT_YET, 104.0)
+    assert round(m.next_wakeup(104.0), 3) == 104.2
