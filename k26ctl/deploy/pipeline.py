@@ -218,16 +218,19 @@ def _apply(ctx: Context, plan: Plan) -> None:
     with deferred_interrupts(note):
         if plan.patches:
             with log.step("patches", "converging SGLang source patches") as handle:
+                ctx.applied = True  # from here on the host may differ from the facts
                 results = ops.converge_patches(host, profile, plan.patches)
-                ctx.applied = True
                 done = [f"{r.action} {r.name}" for r in results if r.changed]
-                handle.changed(", ".join(done)) if done else handle.ok("already in place")
+                if done:
+                    handle.changed(", ".join(done))
+                else:
+                    handle.ok("already in place")
         if plan.unit.changed:
             with log.step("unit", f"writing {ctx.unit_path}") as handle:
                 if facts.unit_sha is not None:
                     keep_current_unit(host, profile.service.name, ctx.unit_path, facts.unit_sha)
-                write = ops.write_unit(host, ctx.unit_path, ctx.desired_unit)
                 ctx.applied = True
+                write = ops.write_unit(host, ctx.unit_path, ctx.desired_unit)
                 ctx.unit_backup = write.backup_path
                 handle.changed(
                     f"sha {plan.unit.desired_sha[:12]}"
