@@ -118,9 +118,13 @@ def detect_char_runs(text: str, profile: KindProfile) -> list[Finding]:
             limit, what = profile.run_newline, "newlines"
         elif ch in " \t\u3000":
             limit, what = profile.run_space, "spaces"
+            if _aligns_text(text, run.start, run.end):
+                limit = max(limit, _ALIGNMENT_MAX)
         elif ch in _RULE_CHARS:
             limit, what = profile.run_rule, f"{ch!r}"
-            if _fills_its_line(text, run.start, run.end) or "\u2500" <= ch <= "\u257f":  # box drawing
+            # a rule on its own line, box drawing, or the "+-------+------+" border of a text table
+            box = "\u2500" <= ch <= "\u257f"
+            if box or _fills_its_line(text, run.start, run.end) or _is_border_line(text, run.start):
                 limit = max(limit, _RULE_LINE_MAX)
         else:
             limit, what = profile.run_letter, f"{ch!r}"
@@ -142,6 +146,23 @@ def detect_char_runs(text: str, profile: KindProfile) -> list[Finding]:
                 )
             )
     return findings
+
+
+# Spaces that push text to a column (indentation, a right-aligned attribution, a text table) are layout.
+_ALIGNMENT_MAX = 160
+
+
+def _aligns_text(text: str, start: int, end: int) -> bool:
+    """The run is followed by words on its own line (symbols alone are not text being aligned)."""
+    line_end = text.find("\n", end)
+    return any(ch.isalnum() for ch in text[end : len(text) if line_end < 0 else line_end])
+
+
+def _is_border_line(text: str, pos: int) -> bool:
+    line_start = text.rfind("\n", 0, pos) + 1
+    line_end = text.find("\n", pos)
+    line = text[line_start : len(text) if line_end < 0 else line_end].strip()
+    return bool(line) and set(line) <= _RULE_CHARS | {" ", "+"}
 
 
 def _fills_its_line(text: str, start: int, end: int) -> bool:
@@ -237,7 +258,7 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     """The text ends with words it has already written several times: a loop with small variations
     between the copies (a separator that changes, a paraphrase) that exact period finding misses.
     Whitespace is normalised so a line break instead of a space does not hide the repeat."""
-    flat = re.sub(r"\s+", " ", text).rstrip()
+    flat = re.sub(r"\s+", " ", _blank_urls(text)).rstrip()
     probe_len = _TAIL_PROBE
     if sum(char_weight(c) for c in flat[-probe_len:]) > 1.4 * probe_len:
         probe_len = _CJK_TAIL_PROBE  # CJK: fewer characters carry as much text
@@ -246,6 +267,8 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     probe = flat[-probe_len:]
     if len(set(probe.strip())) <= 2:
         return []  # a single-character run: the run detector owns it
+    if sum(ch.isalpha() for ch in probe) < 0.4 * len(probe):
+        return []  # dates, version numbers and figures recur in healthy text
     earlier = 0
     pos = flat.find(probe)
     while 0 <= pos < len(flat) - probe_len:
@@ -257,8 +280,12 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     needed = profile.tail_repeat_count * (2 if ended_cleanly else 1)
     if earlier < needed:
         return []
-    if ended_cleanly and novel_word_share(flat, _last_sentence_start(flat)) > 0:
-        return []  # parallel clauses each saying something new ("shall not copy", "shall not modify")
+    # Parallel clauses or list lines each saying something new ("shall not copy", "shall not modify",
+    # "the parser module is ...", "the lexer module is ...") are not a loop; a loop adds no new word.
+    # The last copy is what lies between the probe's last two occurrences.
+    last_copy = flat.rfind(probe, 0, len(flat) - probe_len) + probe_len
+    if finish_reason != "length" and novel_word_share(flat, last_copy) > 0:
+        return []
     name = "cut_in_loop" if finish_reason == "length" else "tail_repeat"
     first = _find_loosely(text, probe)
     return [
@@ -337,9 +364,11 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
 _CUT_RESTART = 0.6
 
 
-def _last_sentence_start(flat: str) -> int:
-    body = flat.rstrip().rstrip("".join(_SENTENCE_END))
-    return max(body.rfind(mark) for mark in (". ", "! ", "? ", "\u3002", "\uff01", "\uff1f")) + 1
+_URL = re.compile(r"https?://\S+|www\.\S+")
+
+
+def _blank_urls(text: str) -> str:
+    return _URL.sub(lambda m: " " * len(m.group()), text)
 
 
 def _find_loosely(text: str, flat_probe: str) -> int:
@@ -401,7 +430,8 @@ def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None
 _NOVEL_WORDS = 0.04
 
 
-_WORDISH = re.compile(r"[^\s\d_.,;:!?()\[\]{}\"'`|/\\<>=+*&^%$#@~-]+")
+# CJK punctuation separates words too ("gothic\u3001\u30b4\u30b7\u30c3\u30af" is a list of two names)
+_WORDISH = re.compile(r"[^\s\d_.,;:!?()\[\]{}\"'`|/\\<>=+*&^%$#@~\u3000-\u303f\uff01-\uff0f\uff1a-\uff20-]+")
 
 
 def detect_token_soup(text: str, profile: KindProfile) -> list[Finding]:
@@ -497,9 +527,10 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
     for match in matches:
         word = match.group()
         lower = word.lower()
-        fragment = (len(word) <= 2 and lower not in _SHORT_WORDS and not word.isupper()) or (
+        short = (len(word) <= 2 and lower not in _SHORT_WORDS and not word.isupper()) or (
             len(word) == 1 and word not in "aAI"
         )
+        fragment = short and _stands_alone(cleaned, match.start(), match.end())
         no_vowel = len(word) >= 3 and not re.search(r"[aeiouyAEIOUY]", word) and not word.isupper()
         tripled = re.search(r"([a-z])\1\1", lower) is not None
         if fragment or no_vowel or tripled:
@@ -541,6 +572,17 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
 
 
 _FRAGMENT_SHARE = 0.12
+_WORD_END = " \t\n,.;:!?"
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """A short word between blanks or sentence punctuation; one glued to code symbols ("-l", "x86",
+    "sl = ...('abcde')" leftovers, "\\t") is part of a command or an identifier, not a fragment."""
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    return before.isspace() and after in _WORD_END
+
+
 _UNKNOWN_SHARE = 0.3
 
 
@@ -755,6 +797,30 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
     return []
 
 
+# A label whose value is missing: "second item:., third item:.," (a template filled with nothing)
+_EMPTY_SLOT = re.compile(r"(?<=\w)[ \t]*:[ \t]*[.,;](?=\s|[.,;]|$)")
+
+
+def detect_empty_slots(text: str, profile: KindProfile) -> list[Finding]:
+    """A broken template: the same frame written again and again with nothing in its slots."""
+    if not profile.check_content:
+        return []
+    slots = list(_EMPTY_SLOT.finditer(text))
+    if len(slots) < 3:
+        return []
+    start, end = slots[0].start(), slots[-1].end()
+    return [
+        Finding(
+            "empty_slots",
+            float(len(slots)),
+            3.0,
+            (start, end),
+            _excerpt(text, max(0, start - 20), end),
+            f"{len(slots)} labels with nothing after them (a template left unfilled)",
+        )
+    ]
+
+
 _JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 
@@ -819,6 +885,7 @@ def score_text(
         shown += detect_token_soup(view, profile)
         shown += detect_gibberish(view, profile)
         shown += detect_low_content(view, profile)
+        shown += detect_empty_slots(view, profile)
         shown += detect_broken_json(view, profile, finish_reason)
         if offset:
             shown = [dataclasses.replace(f, span=(f.span[0] + offset, f.span[1] + offset)) for f in shown]

@@ -101,6 +101,9 @@ _CODE_LINE = re.compile(
     r"|(?:for|while|if|elif|else|try|except|finally|with|async|raise|pass|yield|break|continue)\b.*"
     r"|[A-Za-z_][\w.\[\]'\"]*\s*(?:[-+*/|&%]?=|:=)(?!=)\s*\S"
     r"|[A-Za-z_][\w.]*\(.*\)\s*;?\s*$"  # a bare call statement
+    r"|['\"][^'\"]*['\"]\s*[,)]?\s*(?:#.*)?$"  # a row of string literals
+    r"|\S.*\s#\s.*$"  # code followed by a comment
+    r"|\.\. [\w|]|:\w+:(?:\s|$)|>>> |\$ \S"  # reStructuredText directives, prompts
     r"|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>"
     r"|-?\s*[a-z_][\w.-]*:(?:\s+\S.*)?$"
     r"|\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE)\b)"
@@ -109,7 +112,9 @@ _CODE_LINE = re.compile(
 _LIST_LINE = re.compile(
     r"^\s*(\d+[.):]|[-*+•]|step \d+[.):]?|[a-z][.)]|#{1,6}|\*\*[^*\n]+\*\*)\s", re.IGNORECASE
 )
-_TABLE_LINE = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_LINE = re.compile(
+    r"^\s*[|\u2502\u2503\u250c\u251c\u2514\u2554\u2560\u255a+].*[|\u2502\u2503\u2510\u2524\u2518\u2557\u2563\u255d+]\s*$"
+)
 
 
 def guess_kind(text: str) -> str:

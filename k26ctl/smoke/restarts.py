@@ -7,6 +7,7 @@ step in new words. These helpers compare word sequences and word sets instead of
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -34,8 +35,12 @@ class Restatement:
     units: int  # words (or CJK characters) in the shorter of the two
 
 
+_URL = re.compile(r"https?://\S+|www\.\S+")
+
+
 def _units(sentence: str) -> list[str]:
-    """Words, or single characters for CJK text (no spaces to split on)."""
+    """Words, or single characters for CJK text (no spaces to split on); links do not count."""
+    sentence = _URL.sub(" ", sentence)
     wide = sum(1 for ch in sentence if is_wide(ch))
     if wide >= 0.5 * max(len(sentence.strip()), 1):
         return [ch for ch in sentence if ch.isalnum()]
@@ -73,6 +78,11 @@ class EnumerationRestart:
 
 
 def _content_words(item: str) -> set[str]:
+    """Content words of an item; character pairs for CJK text."""
+    item = _URL.sub(" ", item)
+    if sum(1 for ch in item if is_wide(ch)) >= 0.5 * max(len(item.strip()), 1):
+        chars = [ch for ch in item if ch.isalnum()]
+        return {a + b for a, b in itertools.pairwise(chars)}
     return {w for w in (x.lower() for x in _WORD.findall(item)) if len(w) >= 3 and w not in _STOP}
 
 
@@ -94,6 +104,7 @@ def enumeration_restart(text: str, overlap: float = 0.25) -> EnumerationRestart 
     first_pass: dict[int, str] = {}
     second_pass: dict[int, str] = {}
     restart_at = -1
+    indent = 0
     offset = 0
     for line in text.splitlines(keepends=True):
         here = offset
@@ -102,12 +113,15 @@ def enumeration_restart(text: str, overlap: float = 0.25) -> EnumerationRestart 
         if not bare.strip():
             continue
         match = _NUMBERED.match(bare)
+        depth = len(bare) - len(bare.lstrip())
+        if match and first_pass and depth != indent:
+            continue  # a nested list (or its parent level) counts on its own
         if restart_at >= 0:
             if match and (match.group(1) or "").lower() == label:
                 second_pass.setdefault(int(match.group(2)), match.group(3))
             continue
         if match is None:
-            if _breaks_run(bare):
+            if _breaks_run(bare) or (first_pass and depth <= indent and any(c.isalpha() for c in bare)):
                 label, first_pass = None, {}
             continue
         word, number, body = (match.group(1) or "").lower(), int(match.group(2)), match.group(3)
@@ -116,7 +130,7 @@ def enumeration_restart(text: str, overlap: float = 0.25) -> EnumerationRestart 
             restart_at = here
             second_pass[1] = body
         elif number == 1:
-            label, first_pass = word, {1: body}
+            label, first_pass, indent = word, {1: body}, depth
         elif label == word and number > reached:
             first_pass[number] = body
         else:

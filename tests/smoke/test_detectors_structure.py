@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from k26ctl.smoke.detectors import detect_loops, detect_repetition, score_text
+from k26ctl.smoke.detectors import detect_empty_slots, detect_loops, detect_repetition, score_text
 from k26ctl.smoke.kinds import PROFILES, guess_kind
 from k26ctl.smoke.textstats import ends_in_repetition, novel_word_share
 
@@ -148,3 +148,28 @@ def test_templated_sections_each_adding_a_number_are_not_repetition() -> None:
 def test_one_letter_labels_are_not_fragments() -> None:
     text = "\n".join(f"Q: What is {i} plus {i}?\nA: {2 * i}" for i in range(2, 7))
     assert not score_text(text).degenerate
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Name: Ada, Age:., City:., Country:., Job: ",
+        "Answer 1: yes; answer 2:; answer 3:, answer 4:.",
+    ],
+)
+def test_a_template_with_empty_slots_is_broken(text: str) -> None:
+    assert [f.detector for f in detect_empty_slots(text, PROFILES["prose"])] == ["empty_slots"]
+    assert score_text(text).degenerate
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Name:\nAge:\nCity:\nCountry:\n",  # a blank form asked for, one label a line
+        "The meeting is at 10:30. Bring the 1:1 notes, the Q3 report: and the budget.",
+        "Ratios were 3:1, 2:1 and 1:1; see note: the last one is rounded.",
+        "def f():\n    pass\nelse:\n    x = {'a':1, 'b':2}\n",
+    ],
+)
+def test_labels_with_values_or_line_breaks_are_not_empty_slots(text: str) -> None:
+    assert detect_empty_slots(text, PROFILES["prose"]) == []
