@@ -173,7 +173,9 @@ def test_ctrl_c_during_apply_leaves_old_or_new_unit(lab_host: Any) -> None:
 
 def test_second_concurrent_deploy_is_refused_by_the_lock(lab_host: Any) -> None:
     deploy_ok(lab_host)
-    first = spawn("deploy", PATCHED, *lab_sets(lab_host), "--yes", "--force")
+    # The first deploy's server loads for 5 s, so it surely still holds the lock when the second starts.
+    slow = "service.environment.K26LAB_LOAD_SECONDS=5"
+    first = spawn("deploy", PATCHED, *lab_sets(lab_host, slow), "--yes", "--no-smoke")
     assert first.stderr is not None
     for line in first.stderr:
         if line.startswith("-> restarting"):
