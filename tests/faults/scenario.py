@@ -132,10 +132,7 @@ class Scenario:
         path = os.environ.get("K26CTL_FAULT_MATRIX")
         if not path:
             return
-        lines = [line.strip() for line in run.output.splitlines()]
-        said = next((line for line in lines if line.startswith("error:")), None) or next(
-            (line for line in lines if re.search(r": (failed|interrupted) - ", line)), ""
-        )
+        said = _what_it_said(run)
         record = {
             "fault": fault,
             "exit": run.exit_code,
@@ -160,6 +157,22 @@ class Scenario:
         assert self.host.unit_sha() == self.expected_sha(sets)
         assert not self.host.needs_daemon_reload()
         assert self.host.wait_active() == "active"
+
+
+def _what_it_said(run: CliRun) -> str:
+    """The error (its first and last line when it spans several) or the deploy's verdict line."""
+    lines = run.stderr.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("error:"):
+            block = [line]
+            for more in lines[i + 1 :]:
+                if more.lstrip().startswith("hint:"):
+                    break
+                block.append(more.strip())
+            return block[0] if len(block) == 1 else f"{block[0]} [...{len(block) - 2} lines...] {block[-1]}"
+    return next(
+        (line for line in run.output.splitlines() if re.search(r": (failed|interrupted) - ", line)), ""
+    )
 
 
 class Running:
