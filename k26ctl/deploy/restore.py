@@ -179,7 +179,9 @@ def rollback(
                 )
             index, record = found
             text = None
-            if record.previous_unit_sha is not None:
+            if record.previous_unit_sha is not None and record.previous_unit_sha == facts.unit_sha:
+                text = facts.unit_text  # the change was to the patches only: the unit stays
+            elif record.previous_unit_sha is not None:
                 raw = host.read_file(record.previous_unit_copy or "", sudo=True)
                 if raw is None or sha256_text(raw) != record.previous_unit_sha:
                     raise K26Error(

@@ -3,6 +3,7 @@ idempotence, check/diff/json, fast failure with journal lines, rollback, Ctrl-C,
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from typing import Any
@@ -206,3 +207,8 @@ def test_patches_apply_reapply_noop_and_revert_by_rollback(lab_host: Any) -> Non
         assert systemd.show("ActiveState")["ActiveState"] == "active"
     status = k26_json("status", PATCHED, *lab_sets(lab_host))[1]
     assert status["history"][-1]["kind"] == "rollback" and status["ready"] is True
+
+    logs = k26("logs", PATCHED, *lab_sets(lab_host), "-n", "5", "--json")
+    assert logs.returncode == 0
+    entries = [json.loads(line) for line in logs.stdout.splitlines()]
+    assert len(entries) == 5 and all("message" in e and e["cursor"] for e in entries)
