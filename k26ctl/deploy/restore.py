@@ -196,9 +196,14 @@ def rollback(
                     "a rollback changes the host and there is no terminal to confirm it: nothing was changed",
                     "pass --yes (or set K26CTL_YES=1)",
                 )
+            what_unit = (
+                f"restore unit sha {target.unit_sha[:12]}"
+                if target.unit_sha
+                else "remove the unit (there was none before)"
+            )
             summary = (
-                f"restore unit sha {str(target.unit_sha)[:12]} and patches "
-                f"[{', '.join(target.patches)}] (from the {record.kind} of {record.time})"
+                f"{what_unit} and patches [{', '.join(target.patches)}] "
+                f"(undoing the {record.kind} of {record.time})"
             )
             log.add("plan", "ok", summary)
             if not opts.yes and opts.confirm is not None:
