@@ -482,7 +482,7 @@ _SHORT_WORDS = _word_set(
 # Abbreviations ("e.g.", "U.S.") and one-letter labels ("Q:", "A)", "B.") are not word fragments.
 _ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)")
 # Letters glued to a number ("500g", "3x", "10ml") are units, not words.
-_LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:'[A-Za-z]+)?")
+_LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
 
 
 _FUNCTION_WORDS = _word_set(
@@ -544,7 +544,7 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
         return findings  # not English: its short words are not fragments, its words not in the list
     start = max(first_odd, 0)
     share = odd / len(matches)
-    if len(matches) >= 20 and share >= _FRAGMENT_SHARE:
+    if len(matches) >= 20 and odd >= 4 and share >= _FRAGMENT_SHARE:
         findings.append(
             Finding(
                 "gibberish",
@@ -555,7 +555,7 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
                 f"{odd} of {len(matches)} words are fragments or not word-shaped",
             )
         )
-    if eligible >= 10:
+    if eligible >= 15:  # fewer words say more about the topic (names, jargon) than about decoding
         unknown_share = unknown / eligible
         if unknown_share >= _UNKNOWN_SHARE:
             findings.append(
@@ -572,7 +572,7 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
 
 
 _FRAGMENT_SHARE = 0.12
-_WORD_END = " \t\n,.;:!?"
+_WORD_END = " \t\n,.;:!?-"
 
 
 def _stands_alone(text: str, start: int, end: int) -> bool:

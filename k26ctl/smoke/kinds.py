@@ -104,6 +104,7 @@ _CODE_LINE = re.compile(
     r"|['\"][^'\"]*['\"]\s*[,)]?\s*(?:#.*)?$"  # a row of string literals
     r"|\S.*\s#\s.*$"  # code followed by a comment
     r"|\.\. [\w|]|:\w+:(?:\s|$)|>>> |\$ \S"  # reStructuredText directives, prompts
+    r"|assert\b|lambda\b|[)\]}]|.*[(\[{]\s*$"  # assertions, lines closing or opening brackets
     r"|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>"
     r"|-?\s*[a-z_][\w.-]*:(?:\s+\S.*)?$"
     r"|\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\[?(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE)\b)"

@@ -18,9 +18,17 @@ def english_words() -> frozenset[str]:
 def is_english_word(word: str) -> bool:
     """Lower-case lookup; a few regular inflections the list may lack are tried too."""
     words = english_words()
-    w = word.lower()
+    w = word.lower().replace("\u2019", "'")
     if w in words:
         return True
+    for clitic in ("n't", "'s", "'re", "'ve", "'ll", "'d", "'m", "'"):
+        if w.endswith(clitic) and len(w) > len(clitic) + 1:
+            stem = w[: -len(clitic)]
+            if clitic == "n't" and stem in ("ca", "wo", "sha"):
+                return True  # can't, won't, shan't
+            if clitic == "'" and stem.endswith("in"):
+                stem += "g"  # dropped g: "lookin'"
+            return is_english_word(stem)
     for suffix, replacement in (
         ("s", ""),
         ("es", ""),

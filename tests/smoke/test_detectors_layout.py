@@ -101,3 +101,16 @@ def test_tables_of_string_literals_and_box_tables_have_their_kinds() -> None:
         "\u2514\u2500\u2500\u2500\u2500\u2500\u2500\u2534\u2500\u2500\u2500\u2500\u2518\n"
     )
     assert guess_kind(box) == "table"
+
+
+def test_contractions_and_dropped_g_are_english() -> None:
+    from k26ctl.smoke.lexicon import is_english_word
+
+    for word in ("it's", "doesn't", "can't", "won't", "they\u2019re", "lookin'", "installer", "reinstall"):
+        assert is_english_word(word), word
+    assert not is_english_word("xyzq's")
+    chatty = (
+        "If it's green or it wiggles, it's biology. If it stinks, it's chemistry. If it doesn't work, "
+        "it's physics, and if you can't tell, you're probably lookin' at engineering, aren't you?"
+    )
+    assert detect_gibberish(chatty, PROSE) == []
