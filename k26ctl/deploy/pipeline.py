@@ -473,7 +473,7 @@ def _rollback_after_failure(ctx: Context, before: Snapshot) -> None:
         source=source,
     )
     ctx.result.rolled_back = True
-    ctx.result.message += "; rolled back to the previous unit" + (
+    ctx.result.message += "; rolled back to the previous unit and patch set" + (
         "" if ready else " (which is not ready either)"
     )
 
