@@ -54,6 +54,16 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"k26ctl.cli.{_name}").register(app)
 
 
+def _raised_by_interrupt(exc: BaseException) -> bool:
+    """Typer turns Ctrl-C into a silent Exit(130); find the KeyboardInterrupt behind an exit."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def main() -> None:
     try:
         app()
@@ -63,8 +73,12 @@ def main() -> None:
         print_error(exc)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        print("k26ctl: interrupted", file=sys.stderr)
+        print("error: interrupted by Ctrl-C", file=sys.stderr)
         sys.exit(130)
+    except SystemExit as exc:
+        if exc.code == 130 and _raised_by_interrupt(exc):
+            print("error: interrupted by Ctrl-C", file=sys.stderr)
+        raise
 
 
 if __name__ == "__main__":

@@ -15,11 +15,6 @@ from .helpers import REPO
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason="typer turns KeyboardInterrupt into a silent Exit(130) inside app(), so the 'k26ctl: interrupted' "
-    "line in k26ctl/cli/app.py main() is never printed; commands outside a deploy step end without a word",
-)
 def test_interrupt_always_says_so() -> None:
     server = start_in_thread("hang")
     url = f"http://127.0.0.1:{server.server_address[1]}"
