@@ -249,7 +249,31 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a profile must be a mapping, got {type(data).__name__}")
+    if _expanded_size(data, MAX_PROFILE_VALUES) > MAX_PROFILE_VALUES:
+        raise ConfigError(
+            f"{path}: the profile expands to more than {MAX_PROFILE_VALUES} values",
+            "YAML anchors and aliases that multiply (an alias bomb) are refused; write the values out",
+        )
     return data
+
+
+# A real profile has a few hundred values. Aliases share nodes, so a small file can stand for billions
+# of them once merged or copied; count what it expands to, and stop counting at the limit.
+MAX_PROFILE_VALUES = 100_000
+
+
+def _expanded_size(node: Any, limit: int) -> int:
+    count = 0
+    stack = [node]
+    while stack and count <= limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
 
 
 def _load_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[Path]]:
@@ -322,6 +346,8 @@ def parse_override(spec: str) -> tuple[list[str], str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw  # not YAML: keep the literal text, the model decides whether it fits
+    if _expanded_size(value, MAX_PROFILE_VALUES) > MAX_PROFILE_VALUES:
+        raise ConfigError(f"--set {key}: the value expands to more than {MAX_PROFILE_VALUES} values")
     return key.split("."), raw, value
 
 
