@@ -503,6 +503,56 @@ def failure_time(bench: Bench, run: Timed) -> float | None:
     return min(signs) / 1e6 if signs else None
 
 
+def bench_smoke(bench: Bench, report: Report, rounds: int) -> None:
+    """`k26ctl smoke` against the lab server on the lab host (through its SSH forward): suite wall time
+    against its longest single request and against the same requests one at a time."""
+    for suite in ("default", "lab"):
+        wall = report.row(f"smoke, {suite} suite: wall (concurrency 2)", "k26ctl smoke")
+        longest = report.row(f"smoke, {suite} suite: longest single request", "k26ctl smoke")
+        ratio = report.row(
+            f"smoke, {suite} suite: wall / longest request (aim < 2)", "k26ctl smoke", unit="count"
+        )
+        total = report.row(f"smoke, {suite} suite: sum of request latencies", "k26ctl smoke")
+        sequential = report.row(
+            f"smoke, {suite} suite: wall (concurrency 1, requests in sequence)", "k26ctl smoke"
+        )
+        for _ in range(rounds):
+            for concurrency in (2, 1):
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "k26ctl",
+                    "smoke",
+                    bench.profile,
+                    "--suite",
+                    suite,
+                    "--json",
+                    "--concurrency",
+                    str(concurrency),
+                ]
+                for item in bench.base_overrides:
+                    argv += ["--set", item]
+                run = timed_run(argv, env={**os.environ, "NO_COLOR": "1"})
+                try:
+                    document = json.loads(run.stdout)
+                except json.JSONDecodeError:
+                    report.notes.append(f"smoke ({suite}): no JSON result (exit {run.returncode})")
+                    continue
+                elapsed = [float(r["elapsed_s"]) for r in document["results"] if r.get("elapsed_s")]
+                if concurrency == 1:
+                    sequential.add(float(document["wall_seconds"]))
+                    continue
+                wall.add(float(document["wall_seconds"]))
+                if elapsed:
+                    longest.add(max(elapsed))
+                    ratio.add(float(document["wall_seconds"]) / max(elapsed))
+                    total.add(sum(elapsed))
+    report.notes.append(
+        "smoke: the default suite is written for real models; the tiny lab model fails its prompt checks, "
+        "only its timing is used here"
+    )
+
+
 # (candidates, first bad value): a setting whose values from 1 up to the first bad one work; judged by a
 # command, so each step's cost is the deploy and restart alone.
 BISECT_CASES = ((16, 11), (64, 40))
@@ -734,7 +784,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--load-seconds", type=float, default=3.0, help="K26LAB_LOAD_SECONDS for the server")
     parser.add_argument("--ready-pattern", default=DEFAULT_READY_PATTERN)
     parser.add_argument(
-        "--skip", default="", help="comma list: ansible,curl,deploy,failure,bisect,companions"
+        "--skip", default="", help="comma list: ansible,curl,deploy,failure,smoke,bisect,companions"
     )
     parser.add_argument("--out", default="/tmp/k26bench", help="directory for results.json and results.md")
     parser.add_argument("--readme", action="store_true", help="rewrite the table in benchmarks/README.md")
@@ -804,6 +854,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             if "failure" not in skip:
                 bench_failure_report(bench, report, args.fail_rounds, lambda: next(serial))
+            if "smoke" not in skip:
+                bench_smoke(bench, report, 2)
             if "bisect" not in skip:
                 bench_bisect(bench, report)
         finally:
