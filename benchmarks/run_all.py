@@ -516,8 +516,11 @@ def bench_smoke(bench: Bench, report: Report, rounds: int) -> None:
         sequential = report.row(
             f"smoke, {suite} suite: wall (concurrency 1, requests in sequence)", "k26ctl smoke"
         )
+        wide = report.row(
+            f"smoke, {suite} suite: wall / longest request at concurrency 8", "k26ctl smoke", unit="count"
+        )
         for _ in range(rounds):
-            for concurrency in (2, 1):
+            for concurrency in (2, 1, 8):
                 argv = [
                     sys.executable,
                     "-m",
@@ -541,6 +544,10 @@ def bench_smoke(bench: Bench, report: Report, rounds: int) -> None:
                 elapsed = [float(r["elapsed_s"]) for r in document["results"] if r.get("elapsed_s")]
                 if concurrency == 1:
                     sequential.add(float(document["wall_seconds"]))
+                    continue
+                if concurrency == 8:
+                    if elapsed:
+                        wide.add(float(document["wall_seconds"]) / max(elapsed))
                     continue
                 wall.add(float(document["wall_seconds"]))
                 if elapsed:
