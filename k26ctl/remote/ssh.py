@@ -25,10 +25,6 @@ import paramiko
 from k26ctl.errors import HostKeyError, RemoteCommandError, UnreachableError
 from k26ctl.remote.shell import Process, ShellHost
 
-# paramiko logs every refused forward ("Secsh channel N open FAILED") at ERROR; readiness probes of a
-# server that is still loading are refused by design. Without an application logging setup, say nothing.
-logging.getLogger("paramiko").addHandler(logging.NullHandler())
-
 # paramiko logs expected failures (a refused forward, a failed auth) as warnings; without a handler
 # Python would print them to stderr next to k26ctl's own one-line error
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
