@@ -311,14 +311,14 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
     # Parallel sentences that each finish ("shall not copy ...", "shall not modify ...") are style; a
     # finished sentence counts only as an exact copy, a near copy only when the text stops inside it.
     finished = tail.rstrip().endswith(_SENTENCE_END) and finish_reason != "length"
-    needed = 0.999 if finished else profile.restatement
-    if again is not None and again.similarity >= max(needed, profile.restatement):
+    needed = max(0.999 if finished else 0.0, profile.restatement)
+    if again is not None and again.similarity >= needed:
         start = base + again.previous_start
         findings.append(
             Finding(
                 "cut_in_loop" if finish_reason == "length" else "tail_repeat",
                 round(again.similarity, 3),
-                profile.restatement,
+                needed,
                 (start, len(text)),
                 _excerpt(text, start, len(text)),
                 f"the last sentence re-states the one before it ({again.similarity:.0%} alike over "
@@ -555,9 +555,11 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
                 f"{odd} of {len(matches)} words are fragments or not word-shaped",
             )
         )
-    if eligible >= 15:  # fewer words say more about the topic (names, jargon) than about decoding
+    # A few unknown words among a dozen say more about the topic (names, jargon) than about decoding:
+    # a short text needs a majority of them.
+    if eligible >= 10:
         unknown_share = unknown / eligible
-        if unknown_share >= _UNKNOWN_SHARE:
+        if unknown_share >= (_UNKNOWN_SHARE if eligible >= 15 else 0.5):
             findings.append(
                 Finding(
                     "non_words",

@@ -37,18 +37,13 @@ def is_english_word(word: str) -> bool:
         ("ing", ""),
         ("ing", "e"),
         ("ly", ""),
-        # agent nouns and common derivations the list may lack ("installer", "reusable")
-        ("er", ""),
-        ("er", "e"),
-        ("ers", ""),
-        ("ers", "e"),
-        ("able", ""),
-        ("able", "e"),
-        ("ness", ""),
-        ("ment", ""),
-        ("less", ""),
     ):
         if w.endswith(suffix) and len(w) > len(suffix) + 2 and w[: -len(suffix)] + replacement in words:
+            return True
+    # agent nouns and common derivations the list may lack ("installer", "rebootable"), from stems long
+    # enough not to turn garbled short words into derivations ("winer" is not "win" + "er")
+    for suffix in ("er", "ers", "able", "ness", "ment", "less"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 5 and w[: -len(suffix)] in words:
             return True
     for prefix in ("un", "re", "pre", "non", "sub", "multi"):
         if w.startswith(prefix) and len(w) > len(prefix) + 3 and w[len(prefix) :] in words:

@@ -114,3 +114,13 @@ def test_contractions_and_dropped_g_are_english() -> None:
         "it's physics, and if you can't tell, you're probably lookin' at engineering, aren't you?"
     )
     assert detect_gibberish(chatty, PROSE) == []
+
+
+def test_a_short_answer_made_mostly_of_non_words_is_gibberish() -> None:
+    from k26ctl.smoke.lexicon import is_english_word
+
+    assert not is_english_word("winer")  # not "win" + "er": derivations need a longer stem
+    garbled = "A hamplaar and tha ove trade ind and winer sys, backacmite ha, the pourst of farnel"
+    assert "non_words" in [f.detector for f in detect_gibberish(garbled, PROSE)]
+    named = "We met Anna and Boris in Zurich and walked along the river to the old harbour with friends"
+    assert detect_gibberish(named, PROSE) == []
