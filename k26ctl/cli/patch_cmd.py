@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from k26ctl.cli.common import json_option, print_json, set_option
+
+if TYPE_CHECKING:
+    from k26ctl.patches import PatchResult
+    from k26ctl.profile import Profile
+    from k26ctl.remote.base import Host
+
+    PatchChange = Callable[[Host, Profile, list[str] | None], list[PatchResult]]
 
 patch_app = typer.Typer(
     name="patch",
@@ -86,16 +94,7 @@ def status_cmd(
         raise typer.Exit(1)
 
 
-def _holder() -> str:
-    """Who holds the host lock while patching (the same form deploy uses)."""
-    import getpass
-    import os
-    import socket
-
-    return os.environ.get("K26CTL_OPERATOR") or f"{getpass.getuser()}@{socket.gethostname()}"
-
-
-def _print_results(results: list[Any], json_out: bool) -> None:
+def _print_results(results: list[PatchResult], json_out: bool) -> None:
     if json_out:
         print_json([r.to_json() for r in results])
         return
@@ -103,6 +102,17 @@ def _print_results(results: list[Any], json_out: bool) -> None:
         verb = "changed" if r.changed else "ok"
         backup = f" (backup {r.backup_path})" if r.backup_path else ""
         typer.echo(f"{r.name}: {verb} - {r.message}{backup}\n  {r.target}")
+
+
+def _change_locked(
+    action: PatchChange, profile: str, overrides: list[str], name: list[str]
+) -> list[PatchResult]:
+    """Run apply or revert under the service's host lock, so a manual patch never races a deploy."""
+    from k26ctl.deploy.pipeline import operator
+
+    host, prof = _host_and_profile(profile, overrides)
+    with host, host.lock(prof.service.name, holder=operator()):
+        return action(host, prof, _names(name))
 
 
 @patch_app.command("apply")
@@ -115,10 +125,7 @@ def apply_cmd(
     """Apply patches on the profile's host (idempotent; refuses on a changed anchor)."""
     from k26ctl.patches import apply_patches
 
-    host, prof = _host_and_profile(profile, overrides)
-    with host, host.lock(prof.service.name, holder=_holder()):  # never alongside a deploy
-        results = apply_patches(host, prof, _names(name))
-    _print_results(results, json_out)
+    _print_results(_change_locked(apply_patches, profile, overrides, name), json_out)
 
 
 @patch_app.command("revert")
@@ -131,10 +138,7 @@ def revert_cmd(
     """Restore the original files on the profile's host (from the backup, else by inverting)."""
     from k26ctl.patches import revert_patches
 
-    host, prof = _host_and_profile(profile, overrides)
-    with host, host.lock(prof.service.name, holder=_holder()):  # never alongside a deploy
-        results = revert_patches(host, prof, _names(name))
-    _print_results(results, json_out)
+    _print_results(_change_locked(revert_patches, profile, overrides, name), json_out)
 
 
 @patch_app.command("check")
