@@ -85,20 +85,8 @@ row on, row on, into the night.
 
 The morning breaks on a silver sea,
 and all the boats are running free."""
-SONG_ENDING_ON_ITS_REFRAIN = """The tide comes in, the tide goes out,
-and gulls complain of what it's about.
-Row on, row on, the harbour light,
-row on, row on, into the night.
-
-The nets are mended, the boats are tied,
-the children sleep on the landward side.
-Row on, row on, the harbour light,
-row on, row on, into the night.
-
-The morning breaks on a silver sea,
-and all the boats are running free.
-Row on, row on, the harbour light,
-row on, row on, into the night."""
+REFRAIN = "Row on, row on, the harbour light,\nrow on, row on, into the night."
+SONG_ENDING_ON_ITS_REFRAIN = POEM_WITH_REFRAIN + "\n" + REFRAIN
 CJK_PROSE = (
     "长城是中国古代的军事防御工程，历经多个朝代修筑，总长度超过两万公里。它横跨山脉、草原和沙漠，"
     "是世界上最宏伟的建筑之一。今天，长城已被列为世界文化遗产，每年吸引大量游客前来参观。"
