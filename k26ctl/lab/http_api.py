@@ -475,28 +475,8 @@ class Handler(BaseHTTPRequestHandler):
                 )
             self._sse("[DONE]")
             return
-        for kind, payload in st.wait_events(gen):
-            if kind == "error":
-                raise ApiError(400, str(payload))
-        text = st.output_text(gen.req.output_ids if gen.req else [])
-        choice = {
-            "index": 0,
-            "text": text,
-            "logprobs": None,
-            "finish_reason": _finish_reason(gen),
-            "matched_stop": gen.matched_stop,
-        }
-        self._json(
-            200,
-            {
-                "id": cid,
-                "object": "text_completion",
-                "created": created,
-                "model": model,
-                "choices": [choice],
-                "usage": self._usage(gen),
-            },
-        )
+        text = self._finished_text(gen)
+        self._whole_response(gen, cid, "text_completion", created, model, {"text": text})
 
     def chat_completions(self) -> None:
         st = self.state
@@ -520,10 +500,7 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("stream"):
             self._stream_chat(gen, cid, created, model, separate, body)
             return
-        for kind, payload in st.wait_events(gen):
-            if kind == "error":
-                raise ApiError(400, str(payload))
-        text = st.output_text(gen.req.output_ids if gen.req else [])
+        text = self._finished_text(gen)
         reasoning, content = split_reasoning(text) if separate else (None, text)
         message = {
             "role": "assistant",
@@ -531,9 +508,22 @@ class Handler(BaseHTTPRequestHandler):
             "reasoning_content": reasoning or None,
             "tool_calls": None,
         }
+        self._whole_response(gen, cid, "chat.completion", created, model, {"message": message})
+
+    def _finished_text(self, gen: GenRequest) -> str:
+        """Wait for the request to finish and return its whole output text."""
+        for kind, payload in self.state.wait_events(gen):
+            if kind == "error":
+                raise ApiError(400, str(payload))
+        return self.state.output_text(gen.req.output_ids if gen.req else [])
+
+    def _whole_response(
+        self, gen: GenRequest, cid: str, kind: str, created: int, model: str, output: dict[str, Any]
+    ) -> None:
+        """The non-streamed reply: one choice holding `output` (text or message), with usage."""
         choice = {
             "index": 0,
-            "message": message,
+            **output,
             "logprobs": None,
             "finish_reason": _finish_reason(gen),
             "matched_stop": gen.matched_stop,
@@ -542,7 +532,7 @@ class Handler(BaseHTTPRequestHandler):
             200,
             {
                 "id": cid,
-                "object": "chat.completion",
+                "object": kind,
                 "created": created,
                 "model": model,
                 "choices": [choice],
