@@ -9,6 +9,7 @@ from k26ctl.remote.base import Host
 
 if TYPE_CHECKING:
     from k26ctl.profile import HostConfig, Profile
+    from k26ctl.remote.ssh import SSHTarget
 
 
 def connect(profile: Profile, *, accept_new_host_key: bool = False) -> Host:
@@ -24,24 +25,17 @@ def connect_host(config: HostConfig, *, accept_new_host_key: bool = False) -> Ho
         from k26ctl.remote.local import LocalHost
 
         return LocalHost(command_timeout=config.command_timeout, sudo=config.sudo)
-    from k26ctl.remote.ssh import SSHHost, resolve_target
+    from k26ctl.remote.ssh import resolve_target
 
     target = resolve_target(
         config.address, user=config.user, port=config.port, identity_file=config.identity_file
     )
-    host = SSHHost(
-        target,
-        connect_timeout=config.connect_timeout,
-        command_timeout=config.command_timeout,
-        accept_new_host_key=accept_new,
-        sudo=config.sudo,
-    )
-    return host.open()
+    return _open_ssh(target, config, accept_new)
 
 
 def _connect_lab(config: HostConfig, name: str, accept_new: bool) -> Host:
     from k26ctl.lab.host import lab_status
-    from k26ctl.remote.ssh import SSHHost, SSHTarget
+    from k26ctl.remote.ssh import SSHTarget
 
     status = lab_status(name, probe=False)  # SSH itself tells whether it answers
     if not status.running or status.host is None:
@@ -59,12 +53,18 @@ def _connect_lab(config: HostConfig, name: str, accept_new: bool) -> Host:
         known_hosts=[lab.known_hosts_path],
         use_agent=False,
     )
+    return _open_ssh(target, config, accept_new, name=f"lab host {name}")
+
+
+def _open_ssh(target: SSHTarget, config: HostConfig, accept_new: bool, *, name: str | None = None) -> Host:
+    from k26ctl.remote.ssh import SSHHost
+
     host = SSHHost(
         target,
         connect_timeout=config.connect_timeout,
         command_timeout=config.command_timeout,
         accept_new_host_key=accept_new,
         sudo=config.sudo,
-        name=f"lab host {name}",
+        name=name,
     )
     return host.open()
