@@ -169,26 +169,35 @@ def _speculative_findings(result: RequestResult, options: SmokeOptions, collapse
     accept = result.accept_length
     if accept is None or (result.completion_tokens or 0) < _MIN_TOKENS_FOR_ACCEPT:
         return []
-    if accept <= collapse:
+    return _accept_findings(
+        accept, collapse, options.min_accept_length, "", "accept length", ": drafts are almost all rejected"
+    )
+
+
+def _accept_findings(
+    value: float, collapse: float, floor: float | None, code_prefix: str, label: str, collapse_note: str = ""
+) -> list[Finding]:
+    """At most one finding for an accept length: collapsed (at or below `collapse`), else under `floor`."""
+    if value <= collapse:
         return [
             Finding(
-                "accept_collapse",
-                accept,
+                f"{code_prefix}accept_collapse",
+                value,
                 collapse,
                 (0, 0),
                 "",
-                f"accept length {accept:.2f} (collapse below {collapse:.2f}): drafts are almost all rejected",
+                f"{label} {value:.2f} (collapse below {collapse:.2f}){collapse_note}",
             )
         ]
-    if options.min_accept_length is not None and accept < options.min_accept_length:
+    if floor is not None and value < floor:
         return [
             Finding(
-                "accept_floor",
-                accept,
-                options.min_accept_length,
+                f"{code_prefix}accept_floor",
+                value,
+                floor,
                 (0, 0),
                 "",
-                f"accept length {accept:.2f} below the floor {options.min_accept_length:.2f}",
+                f"{label} {value:.2f} below the floor {floor:.2f}",
             )
         ]
     return []
@@ -378,30 +387,9 @@ def _server_accept_findings(report: SmokeReport, options: SmokeOptions, collapse
     avg = report.server_accept_after
     if avg is None or avg <= 0:  # 0.0: the server has not verified any draft (or does not speculate)
         return []
-    if avg <= collapse:
-        return [
-            Finding(
-                "server_accept_collapse",
-                avg,
-                collapse,
-                (0, 0),
-                "",
-                f"/server_info avg_spec_accept_length {avg:.2f} (collapse below {collapse:.2f})",
-            )
-        ]
-    if options.min_accept_length is not None and avg < options.min_accept_length:
-        return [
-            Finding(
-                "server_accept_floor",
-                avg,
-                options.min_accept_length,
-                (0, 0),
-                "",
-                f"/server_info avg_spec_accept_length {avg:.2f} "
-                f"below the floor {options.min_accept_length:.2f}",
-            )
-        ]
-    return []
+    return _accept_findings(
+        avg, collapse, options.min_accept_length, "server_", "/server_info avg_spec_accept_length"
+    )
 
 
 def _compare_baseline(
