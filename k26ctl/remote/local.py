@@ -52,6 +52,17 @@ class _PopenProcess(Process):
             return None
         return line.rstrip(b"\n").decode("utf-8", "replace")
 
+    def send_line(self, line: str) -> bool:
+        stdin = self.proc.stdin
+        if stdin is None or stdin.closed:
+            return False
+        try:
+            stdin.write(f"{line}\n".encode())
+            stdin.flush()
+        except (OSError, ValueError):  # the process ended, or stdin was closed under us
+            return False
+        return True
+
     def close_stdin(self) -> None:
         if self.proc.stdin and not self.proc.stdin.closed:
             with suppress(OSError):

@@ -60,10 +60,13 @@ trap - EXIT
 sync -- "$(dirname -- "$path")" 2>/dev/null || true
 """
 
-# $1 lock file, $2 info file, $3 holder text, $4 wait seconds ("0": do not wait)
-# Prints LOCKED + since/pid and holds the flock until its stdin closes (release, or the client died).
+# $1 lock file, $2 info file, $3 holder text, $4 wait seconds ("0": do not wait), $5 lease seconds
+# Prints LOCKED + since/pid/login/lease and holds the flock while the client keeps talking: each line
+# on stdin is a heartbeat that renews the lease. EOF (a release, or a connection that closed) frees it
+# at once; `lease` seconds without a line (the client or its link died while sshd keeps the session
+# open) free it too. fd 9 is closed in the reader so nothing but this shell holds the flock.
 LOCK = r"""
-lock=$1 info=$2 holder=$3 wait=$4
+lock=$1 info=$2 holder=$3 wait=$4 lease=$5
 exec 9>>"$lock" || exit 1
 if [ "$wait" = 0 ]; then flock -n 9; else flock -w "$wait" 9; fi
 if [ $? -ne 0 ]; then
@@ -73,10 +76,11 @@ if [ $? -ne 0 ]; then
 fi
 since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 login="$(id -un)@$(hostname)"
-printf 'holder=%s\nsince=%s\npid=%s\nlogin=%s\n' "$holder" "$since" "$$" "$login" > "$info.$$"
+fields=$(printf 'since=%s\npid=%s\nlogin=%s\nlease=%s' "$since" "$$" "$login" "$lease")
+printf 'holder=%s\n%s\n' "$holder" "$fields" > "$info.$$"
 mv -f -- "$info.$$" "$info"
-printf 'LOCKED\nsince=%s\npid=%s\nlogin=%s\n' "$since" "$$" "$login"
-cat > /dev/null
+printf 'LOCKED\n%s\n' "$fields"
+while beat=$(timeout "$lease" head -n 1 9>&-) && [ -n "$beat" ]; do :; done
 rm -f -- "$info"
 """
 

@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import math
 import os
 import re
 import secrets
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 
-from k26ctl.errors import LockHeldError, PermissionDeniedError, RemoteCommandError
+from k26ctl.errors import ConfigError, LockHeldError, PermissionDeniedError, RemoteCommandError
 from k26ctl.remote import scripts
 from k26ctl.remote.base import CommandResult, Host, LockInfo, WriteResult
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCK_NAME = re.compile(r"^[A-Za-z0-9_.@:-]+$")
 LOCK_DIR = "/run/lock"
+# A held lock lives only while its client keeps sending heartbeats: a client that vanished without
+# closing its connection (its link went down) frees the lock within the lease, not when the host's
+# sshd finally gives up on the session (TCP keepalive: hours).
+DEFAULT_LOCK_LEASE = 45.0
+MIN_LOCK_LEASE = 1.0
+LOCK_LEASE_ENV = "K26CTL_LOCK_LEASE"
+HEARTBEAT_EVERY = 5.0  # at most; shorter leases beat four times per lease
 
 
 class Process(abc.ABC):
@@ -33,6 +42,10 @@ class Process(abc.ABC):
     def readline(self, deadline: float | None = None) -> str | None:
         """The next stdout line without its newline, or None at EOF; TimeoutError once
         time.monotonic() passes `deadline` without a complete line."""
+
+    @abc.abstractmethod
+    def send_line(self, line: str) -> bool:
+        """Write one line to its stdin; False when stdin is gone (process ended, connection lost)."""
 
     @abc.abstractmethod
     def close_stdin(self) -> None: ...
@@ -225,16 +238,21 @@ class ShellHost(Host):
 
     # ---- lock -------------------------------------------------------------------------------
 
-    def lock(self, name: str, *, holder: str, wait: float = 0.0) -> AbstractContextManager[LockInfo]:
+    def lock(
+        self, name: str, *, holder: str, wait: float = 0.0, lease: float | None = None
+    ) -> AbstractContextManager[LockInfo]:
+        """The host-side flock `name`, held while heartbeats reach the host; `lease` (default
+        $K26CTL_LOCK_LEASE, else DEFAULT_LOCK_LEASE) is how long the host waits for one before it
+        frees the lock of a client that vanished. Leaving the block frees it at once."""
         if not _LOCK_NAME.match(name):
             raise ValueError(f"bad lock name {name!r}")
-        return self._lock(name, holder, wait)
+        return self._lock(name, holder, wait, lock_lease(lease))
 
     @contextmanager
-    def _lock(self, name: str, holder: str, wait: float) -> Iterator[LockInfo]:
+    def _lock(self, name: str, holder: str, wait: float, lease: float) -> Iterator[LockInfo]:
         lock_file = f"{LOCK_DIR}/k26ctl-{name}.lock"
         info_file = f"{LOCK_DIR}/k26ctl-{name}.holder"
-        argv = scripts.sh(scripts.LOCK, lock_file, info_file, holder, f"{wait:g}")
+        argv = scripts.sh(scripts.LOCK, lock_file, info_file, holder, f"{wait:g}", f"{lease:g}")
         proc = self._spawn(self._wrap(argv, sudo=False))
         first = proc.readline()
         if first != "LOCKED":
@@ -244,30 +262,79 @@ class ShellHost(Host):
             rc = proc.wait(timeout=5)
             info = _parse_fields(lines)
             if first == "BUSY":
-                who = info.get("holder", "an unknown holder")
-                since = info.get("since", "an unknown time")
-                where = (
-                    f" (pid {info['pid']} as {info['login']})" if "pid" in info and "login" in info else ""
-                )
-                raise LockHeldError(
-                    f"{self.name}: lock '{name}' is held by {who}{where} since {since}",
-                    "wait for that operation to finish; the lock is freed when its process ends",
-                )
+                raise _lock_held(self.name, name, info)
             raise _command_error(
                 self.name, ["flock", lock_file], rc if rc is not None else 1, proc.stderr_text()
             )
-        fields = _parse_fields([line for _ in range(3) if (line := proc.readline()) is not None])
+        fields = _parse_fields([line for _ in range(4) if (line := proc.readline()) is not None])
         lock_info = LockInfo(
             holder=holder,
             since=fields.get("since", ""),
-            extra={"pid": fields.get("pid", ""), "login": fields.get("login", ""), "file": lock_file},
+            extra={
+                "pid": fields.get("pid", ""),
+                "login": fields.get("login", ""),
+                "file": lock_file,
+                "lease": fields.get("lease", f"{lease:g}"),
+            },
         )
+        stop = threading.Event()
+        beats = threading.Thread(
+            target=_heartbeats, args=(proc, heartbeat_interval(lease), stop), daemon=True
+        )
+        beats.start()
         try:
             yield lock_info
         finally:
+            stop.set()
+            beats.join(timeout=2)  # a send stuck on a dead link must not hold up the release
             proc.close_stdin()
             if proc.wait(timeout=10) is None:
                 proc.kill()
+
+
+def lock_lease(value: float | None = None) -> float:
+    """The lock lease in seconds: `value`, else $K26CTL_LOCK_LEASE, else DEFAULT_LOCK_LEASE."""
+    shown = f"lease={value!r}"
+    if value is None:
+        raw = os.environ.get(LOCK_LEASE_ENV, "").strip()
+        if not raw:
+            return DEFAULT_LOCK_LEASE
+        shown = f"{LOCK_LEASE_ENV}={raw!r}"
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+    if not (math.isfinite(value) and value >= MIN_LOCK_LEASE):
+        raise ConfigError(
+            f"{shown} is not a lock lease (seconds, at least {MIN_LOCK_LEASE:g})",
+            f"unset {LOCK_LEASE_ENV} or give e.g. {DEFAULT_LOCK_LEASE:g}",
+        )
+    return value
+
+
+def heartbeat_interval(lease: float) -> float:
+    return min(HEARTBEAT_EVERY, lease / 4)
+
+
+def _heartbeats(proc: Process, every: float, stop: threading.Event) -> None:
+    while not stop.wait(every):
+        if not proc.send_line("beat"):
+            return
+
+
+def _lock_held(host: str, name: str, info: dict[str, str]) -> LockHeldError:
+    who = info.get("holder", "an unknown holder")
+    since = info.get("since", "an unknown time")
+    where = f" (pid {info['pid']} as {info['login']})" if "pid" in info and "login" in info else ""
+    expiry = (
+        f"; if its client died or lost its link, the lock expires within {info['lease']} s"
+        if info.get("lease")
+        else ""
+    )
+    return LockHeldError(
+        f"{host}: lock '{name}' is held by {who}{where} since {since}{expiry}",
+        "wait for that operation to finish; the lock is freed when it ends or stops answering",
+    )
 
 
 def _parse_fields(lines: list[str]) -> dict[str, str]:

@@ -166,6 +166,13 @@ class _ChannelProcess(Process):
             return line.decode("utf-8", "replace")
         return None
 
+    def send_line(self, line: str) -> bool:
+        try:
+            self.channel.sendall(f"{line}\n".encode())
+        except (OSError, EOFError, paramiko.SSHException):
+            return False
+        return True
+
     def close_stdin(self) -> None:
         with suppress(OSError, EOFError, paramiko.SSHException):
             self.channel.shutdown_write()
