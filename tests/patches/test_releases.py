@@ -68,33 +68,27 @@ def test_apply_reapply_revert_on_release(
     assert not noop.changed and target.read_bytes() == original
 
 
-@pytest.mark.parametrize("version", PATCHED_RELEASES)
-def test_revert_without_backup_inverts_byte_for_byte(
-    version: str, releases: ReleaseSources, host: RecordingHost, tmp_path: Path
+@pytest.mark.parametrize(
+    ("version", "backup"),
+    [*((version, "missing") for version in PATCHED_RELEASES), ("0.5.15", "stale")],
+)
+def test_revert_without_a_trusted_backup_inverts_byte_for_byte(
+    version: str, backup: str, releases: ReleaseSources, host: RecordingHost, tmp_path: Path
 ) -> None:
+    """A missing backup, or one whose checksum does not match its record, is not used: the edits
+    are inverted."""
     root = releases.copy(version, tmp_path)
     target = root / TARGET
     original = target.read_bytes()
     profile = make_profile(root)
     [result] = apply_patches(host, profile)
     assert result.backup_path is not None
-    Path(result.backup_path).unlink()
+    if backup == "missing":
+        Path(result.backup_path).unlink()
+    else:
+        Path(result.backup_path).write_bytes(b"# not the original\n")
     [undone] = revert_patches(host, profile)
     assert undone.changed and undone.message.startswith("inverted the edits")
-    assert target.read_bytes() == original
-
-
-def test_stale_backup_is_not_trusted(releases: ReleaseSources, host: RecordingHost, tmp_path: Path) -> None:
-    """A backup whose checksum does not match its record is ignored: the edits are inverted."""
-    root = releases.copy("0.5.15", tmp_path)
-    target = root / TARGET
-    original = target.read_bytes()
-    profile = make_profile(root)
-    [result] = apply_patches(host, profile)
-    assert result.backup_path is not None
-    Path(result.backup_path).write_bytes(b"# not the original\n")
-    [undone] = revert_patches(host, profile)
-    assert undone.message.startswith("inverted the edits")
     assert target.read_bytes() == original
 
 
