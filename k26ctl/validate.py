@@ -16,11 +16,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from k26ctl.errors import ConfigError
 from k26ctl.profile import Profile
 from k26ctl.render import LaunchSpec, render_launch, render_unit, unit_name
+
+if TYPE_CHECKING:
+    from k26ctl.remote.base import Host
 
 Level = Literal["error", "warning", "info"]
 
@@ -933,10 +936,23 @@ def merge_findings(
     return _finish([*report.findings, *extra], strict)
 
 
+def validate_with_host(profile: Profile, *, strict: bool = False) -> ValidationReport:
+    """The local checks, then the host's own; the host is not contacted while local errors remain
+    (an info finding says so), since its parser would only repeat them."""
+    report = validate_profile(profile, strict=strict)
+    if not report.valid:
+        skipped = Finding("info", "remote/skipped", "host checks skipped: fix the local errors first", "")
+        return merge_findings(report, [skipped], strict=strict)
+    from k26ctl.remote import connect
+
+    with connect(profile) as host:
+        return merge_findings(report, remote_findings(host, profile), strict=strict)
+
+
 # ---- on the host --------------------------------------------------------------------------------
 
 
-def remote_findings(host: Any, profile: Profile) -> list[Finding]:
+def remote_findings(host: Host, profile: Profile) -> list[Finding]:
     """The checks only the host can answer: its own SGLang parser on the rendered flags, and
     `systemd-analyze verify` of the unit there (including that the interpreter exists)."""
     launch = render_launch(profile)
@@ -945,7 +961,7 @@ def remote_findings(host: Any, profile: Profile) -> list[Finding]:
     return findings
 
 
-def _host_parser_findings(host: Any, profile: Profile, launch: LaunchSpec) -> Iterator[Finding]:
+def _host_parser_findings(host: Host, profile: Profile, launch: LaunchSpec) -> Iterator[Finding]:
     from k26ctl.remote.sglang_parse import parse_on_host
 
     if profile.sglang.entrypoint not in SGLANG_ENTRYPOINTS:
@@ -995,7 +1011,7 @@ def _host_parser_findings(host: Any, profile: Profile, launch: LaunchSpec) -> It
         )
 
 
-def _host_verify_findings(host: Any, profile: Profile) -> Iterator[Finding]:
+def _host_verify_findings(host: Host, profile: Profile) -> Iterator[Finding]:
     name = unit_name(profile)
     probe = host.run(["systemd-analyze", "--version"])
     if not probe.ok:

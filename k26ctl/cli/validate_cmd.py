@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from k26ctl.cli.common import json_option, print_json, set_option
+
+if TYPE_CHECKING:
+    from k26ctl.validate import ValidationReport
 
 
 def validate(
@@ -24,7 +27,7 @@ def validate(
     """
     from k26ctl.errors import ConfigError, ExitCode
     from k26ctl.profile import load_profile
-    from k26ctl.validate import Finding, ValidationReport, merge_findings, remote_findings, validate_profile
+    from k26ctl.validate import Finding, ValidationReport, validate_profile, validate_with_host
 
     try:
         loaded = load_profile(profile, overrides)
@@ -34,19 +37,10 @@ def validate(
         report = ValidationReport(False, [Finding("error", "profile/invalid", exc.message, exc.hint or "")])
         print_json(report.to_json())
         raise typer.Exit(exc.exit_code) from None
-    report = validate_profile(loaded.profile, strict=strict)
-    if remote and report.valid:
-        import importlib
-
-        host = importlib.import_module("k26ctl.remote").connect(loaded.profile)
-        with host:
-            report = merge_findings(report, remote_findings(host, loaded.profile), strict=strict)
-    elif remote:
-        report = merge_findings(
-            report,
-            [Finding("info", "remote/skipped", "host checks skipped: fix the local errors first", "")],
-            strict=strict,
-        )
+    if remote:
+        report = validate_with_host(loaded.profile, strict=strict)
+    else:
+        report = validate_profile(loaded.profile, strict=strict)
     if json_out:
         print_json(report.to_json())
     else:
@@ -54,7 +48,7 @@ def validate(
     raise typer.Exit(ExitCode.OK if report.valid else ExitCode.CONFIG)
 
 
-def _print_report(report: Any, where: str) -> None:
+def _print_report(report: ValidationReport, where: str) -> None:
     from k26ctl.cli.common import use_color
 
     colors = {"error": "31", "warning": "33", "info": "36"}

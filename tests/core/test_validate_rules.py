@@ -21,6 +21,7 @@ from k26ctl.validate import (
     missing_executable_line,
     parse_flags,
     validate_profile,
+    validate_with_host,
 )
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
@@ -393,3 +394,12 @@ def test_merge_findings_rejudges() -> None:
     rep = report("base")
     merged = merge_findings(rep, [Finding("error", "remote/unknown-flag", "x", "")])
     assert rep.valid and not merged.valid
+
+
+def test_host_checks_are_skipped_while_local_errors_remain() -> None:
+    """The lab host named here does not exist: contacting it would raise UnreachableError."""
+    prof = profile("ddtree-b16", "host.lab=k26-no-such-lab")
+    rep = validate_with_host(prof, strict=True)
+    assert not rep.valid
+    assert finding(rep, "known-bug/ddtree-mask-width").level == "error"
+    assert finding(rep, "remote/skipped").level == "info"
