@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -30,13 +30,11 @@ def _names(name: list[str]) -> list[str] | None:
     return list(name) if name else None
 
 
-def _host_and_profile(profile: str, overrides: list[str]) -> tuple[Any, Any]:
-    import importlib
-
+def _host_and_profile(profile: str, overrides: list[str]) -> tuple[Host, Profile]:
     from k26ctl.profile import load_profile
+    from k26ctl.remote import connect
 
     loaded = load_profile(profile, overrides)
-    connect = importlib.import_module("k26ctl.remote").connect
     return connect(loaded.profile), loaded.profile
 
 
