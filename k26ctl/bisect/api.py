@@ -251,6 +251,17 @@ def log_text(ctx: Context) -> str:
     return render_log(session.name, session.spec(), session.finished_steps(), session.outcome())
 
 
+def log_json(ctx: Context) -> dict[str, Any]:
+    """The session as one JSON document (the spec without the captured original deployment)."""
+    session = _session(ctx)
+    return {
+        "session": session.name,
+        "spec": {k: v for k, v in session.spec().to_json().items() if k != "original"},
+        "steps": [s.to_json() for s in session.finished_steps()],
+        "outcome": session.outcome(),
+    }
+
+
 @dataclass
 class ResetResult:
     session: str

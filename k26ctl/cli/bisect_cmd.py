@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from k26ctl.cli.common import json_option, set_option, yes_option
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from k26ctl.bisect.engine import SearchResult
 
 HELP = """Find what breaks the output, in as few restarts as the search allows (resumable).
 
@@ -106,7 +111,7 @@ def register(app: typer.Typer) -> None:
                     "the session remembers how it searches",
                 )
             if target == "log":
-                _print_log(api, ctx, as_json)
+                print_json(api.log_json(ctx)) if as_json else sys.stdout.write(api.log_text(ctx))
                 return
             if target == "reset":
                 outcome = api.reset(ctx, restore=not keep_deployment)
@@ -162,25 +167,9 @@ def _confirm(question: str) -> bool:
     return bool(typer.confirm(question, default=False, err=True))
 
 
-def _print_log(api: Any, ctx: Any, as_json: bool) -> None:
-    if as_json:
-        from k26ctl.bisect.session import Session
-        from k26ctl.cli.common import print_json
-
-        session = Session(ctx.session)
-        print_json(
-            {
-                "session": session.name,
-                "spec": {k: v for k, v in session.spec().to_json().items() if k != "original"},
-                "steps": [s.to_json() for s in session.finished_steps()],
-                "outcome": session.outcome(),
-            }
-        )
-        return
-    sys.stdout.write(api.log_text(ctx))
-
-
-def _interruptible(call: Any, session: str, interrupted: type[Exception]) -> Any:
+def _interruptible(
+    call: Callable[[], SearchResult], session: str, interrupted: type[Exception]
+) -> SearchResult:
     """Say how to continue when the operator interrupts; the records already hold every finished step."""
     flag = "" if session == "default" else f" --session {session}"
     try:

@@ -141,6 +141,10 @@ def test_cli_json_result_and_log_replay_reset(tmp_path: Path, env: dict[str, str
     log = k26ctl("bisect-config", "log", env=env)
     assert log.returncode == 0 and log.stdout.count("# k26-bisect-step ") == len(doc["steps"])
     (tmp_path / "log.txt").write_text(log.stdout)
+    log_doc = json.loads(k26ctl("bisect-config", "log", "--json", env=env).stdout)
+    assert log_doc["session"] == "default" and log_doc["spec"]["param"] == KEY
+    assert "original" not in log_doc["spec"]
+    assert [s["assignment"][KEY] for s in log_doc["steps"]] == [s["value"] for s in doc["steps"]]
     assert k26ctl("bisect-config", "reset", env=env).returncode == 0
     replayed = k26ctl("bisect-config", "replay", str(tmp_path / "log.txt"), "--json", env=env)
     assert replayed.returncode == 0, replayed.stderr
