@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import typer
 
@@ -21,19 +20,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         """Score saved model outputs offline; exit 1 if any is degenerate."""
-        from k26ctl.errors import ConfigError
-        from k26ctl.smoke.offline import score_lines
+        from k26ctl.smoke.offline import score_file
 
-        if file == "-":
-            scored = score_lines(sys.stdin, "<stdin>")
-        else:
-            try:
-                text = Path(file).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot read {file}: {exc.strerror or exc}", "give a JSON Lines file or '-'"
-                ) from None
-            scored = score_lines(text.splitlines(), file)
+        scored = score_file(file)
         if as_json:
             import json
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from k26ctl.errors import ConfigError
@@ -47,3 +49,16 @@ def score_lines(lines: Iterable[str], where: str = "input") -> list[ScoredLine]:
         verdict = score_text(record["text"], **optional)
         scored.append(ScoredLine(number, verdict, record))
     return scored
+
+
+def score_file(path: str) -> list[ScoredLine]:
+    """Score a JSON Lines file; '-' reads standard input."""
+    if path == "-":
+        return score_lines(sys.stdin, "<stdin>")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {path}: {exc.strerror or exc}", "give a JSON Lines file or '-'"
+        ) from None
+    return score_lines(text.splitlines(), path)
