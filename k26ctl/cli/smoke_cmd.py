@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from k26ctl.cli.common import json_option, set_option
+
+if TYPE_CHECKING:
+    from k26ctl.smoke.report import RequestResult, SmokeReport
 
 
 def register(app: typer.Typer) -> None:
@@ -97,14 +100,14 @@ def _run(
     api_key_env: str | None,
     no_expect: bool,
     quiet: bool,
-) -> Any:
+) -> SmokeReport:
     from k26ctl.cli.common import stderr_console
     from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
-    from k26ctl.smoke.target import api_key_from_env, options_from_profile, profile_target
+    from k26ctl.smoke.target import api_key_from_env, options_from_profile, profile_target, with_overrides
 
     console = stderr_console()
 
-    def progress(result: Any) -> None:
+    def progress(result: RequestResult) -> None:
         if not quiet:  # plain and flushed: a watcher sees each answer as it arrives
             print(f"  {result.name}: {result.verdict}", file=sys.stderr, flush=True)
 
@@ -119,10 +122,7 @@ def _run(
         "on_result": progress,
     }
     if url is not None:
-        options = SmokeOptions()
-        for key, value in settings.items():
-            if value is not None:
-                setattr(options, key, value)
+        options = with_overrides(SmokeOptions(), **settings)
         suite = load_suite(suite_ref or "default")
         target = SmokeTarget(url, model, api_key_from_env(api_key_env))
         if not quiet:
@@ -141,7 +141,7 @@ def _run(
         return run_smoke(target, suite, options=options)
 
 
-def _present(report: Any, as_json: bool, junit: Path | None) -> None:
+def _present(report: SmokeReport, as_json: bool, junit: Path | None) -> None:
     from k26ctl.cli.common import print_json, stderr_console, stdout_console
     from k26ctl.smoke.report import render_table
 

@@ -39,6 +39,11 @@ def options_from_profile(profile: Profile, **overrides: object) -> SmokeOptions:
         min_accept_length=profile.smoke.min_accept_length,
         timeout=profile.smoke.timeout,
     )
+    return with_overrides(options, **overrides)
+
+
+def with_overrides(options: SmokeOptions, **overrides: object) -> SmokeOptions:
+    """`options` with each override that is not None set on it (None: keep what is there)."""
     for key, value in overrides.items():
         if value is not None:
             setattr(options, key, value)
