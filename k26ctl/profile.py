@@ -162,7 +162,7 @@ class ReadinessConfig(_Model):
 class SmokeConfig(_Model):
     suite: str | None = None  # None: the shipped default suite
     min_accept_length: float | None = None
-    concurrency: int = Field(default=2, ge=1)
+    concurrency: int = Field(default=8, ge=2)
     on_spec_change: bool = True
     timeout: float = Field(default=120.0, gt=0)
 
