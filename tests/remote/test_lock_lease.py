@@ -211,7 +211,14 @@ def test_client_killed_while_its_link_is_down_loses_the_lock_after_the_lease(
 
 
 def test_local_live_holder_keeps_the_lock_and_a_frozen_one_loses_it() -> None:
-    name = f"t-lease-local-{os.getpid()}"
+    name = f"t-lease-local-{os.getpid()}"  # this machine's /run/lock is shared with other test runs
+    try:
+        _local_lease(name)
+    finally:
+        Path(f"{LOCK_DIR}/k26ctl-{name}.lock").unlink(missing_ok=True)
+
+
+def _local_lease(name: str) -> None:
     alice, bob = LocalHost(name="alice"), LocalHost(name="bob")
     with alice.lock(name, holder="alice@here", lease=LEASE):
         time.sleep(2.5 * LEASE)
