@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from k26ctl import __version__
 from k26ctl.deploy import apply as ops
+from k26ctl.deploy.connection import ConnectionLostError, cause_of, connection_lost
 from k26ctl.deploy.facts import HostFacts, gather_facts, read_unit
 from k26ctl.deploy.history import (
     DeployRecord,
@@ -80,6 +81,7 @@ class Context:
     early_cursor: Future[str] | None = None
     last_unit: UnitState | None = None  # the unit's state as the readiness wait last read it
     restarted: bool = False
+    before: Snapshot | None = None  # the host's state before apply (set once the facts are read)
 
 
 def deploy(
@@ -117,6 +119,10 @@ def deploy(
                 _run(ctx, opts)
             except KeyboardInterrupt:  # before apply: nothing was touched (apply raises Interrupted)
                 raise Interrupted(untouched) from None
+            except K26Error as exc:
+                if isinstance(exc, ConnectionLostError) or not connection_lost(host, exc):
+                    raise
+                raise _lost_connection(ctx, exc) from None
     finally:
         host.close()
         result.steps = log.steps
@@ -167,7 +173,7 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
         result.host_state = "unchanged (--check)"
         return
     _confirm(plan, opts)
-    before = Snapshot(facts.unit_text, applied)
+    before = ctx.before = Snapshot(facts.unit_text, applied)
     try:
         _apply(ctx, plan)
         ready = _restart_and_wait(ctx, plan)
@@ -180,6 +186,8 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
     except KeyboardInterrupt:
         raise _interrupted(ctx, before) from None
     except K26Error as exc:
+        if connection_lost(ctx.host, exc):
+            raise _lost_connection(ctx, exc) from None
         # Say where the host was left: the message is all an operator has when the link dropped.
         if ctx.restarted:
             exc.message += f" ({_disk_state(ctx, before)}; the service was restarted, readiness unknown)"
@@ -482,6 +490,8 @@ def _describe_state(ctx: Context) -> None:
     result = ctx.result
     try:
         seen = ctx.last_unit if result.verdict == "ok" and not result.rolled_back else None
+        if seen is None and result.verdict == "ok" and not result.changed and ctx.facts is not None:
+            seen = ctx.facts.unit_state  # untouched, and read under this run's lock
         state = (seen or read_unit_state(ctx.systemd)).describe()
     except K26Error:
         state = "unknown"
@@ -497,15 +507,61 @@ def _describe_state(ctx: Context) -> None:
         )
 
 
-def _disk_state(ctx: Context, before: Snapshot) -> str:
+def _disk_state(ctx: Context, before: Snapshot, *, raise_errors: bool = False) -> str:
     try:
         on_disk = read_unit(ctx.host, ctx.unit_path)
     except K26Error as exc:
+        if raise_errors:
+            raise
         return f"unit state unknown: {exc.message}"
     sha = sha256_text(on_disk) if on_disk is not None else None
     desired = sha256_text(ctx.desired_unit)
     which = "the new" if sha == desired else "the old" if sha == before.unit_sha else "an unexpected"
     return f"{which} unit is in place ({ctx.unit_path}, sha {str(sha)[:12]})"
+
+
+STEP_WORDS = {
+    "facts": "reading its state",
+    "patches": "patching SGLang",
+    "unit": "writing the unit",
+    "daemon-reload": "reloading systemd",
+    "enable": "enabling the unit",
+    "restart": "restarting the service",
+    "readiness": "waiting for readiness",
+    "readiness-wait": "waiting for readiness",
+    "smoke": "running the smoke suite",
+    "record": "recording the result",
+}
+
+
+def _lost_connection(ctx: Context, exc: K26Error) -> ConnectionLostError:
+    """One line: which step lost the host, and the state it was left in as far as it is known."""
+    failed = [s.name for s in ctx.log.steps if s.status == "failed"]
+    during = f" while {STEP_WORDS.get(failed[-1], 'in step ' + failed[-1])}" if failed else ""
+    # The old connection is dead or hanging: read the host back over a new one, if it answers.
+    ctx.host.close()
+    if not ctx.applied:
+        state = "nothing on the host was changed"
+    elif ctx.before is None:
+        state = "host state unknown; run k26ctl status PROFILE"
+    else:
+        try:
+            state = _disk_state(ctx, ctx.before, raise_errors=True)
+        except K26Error:
+            state = (
+                "the host cannot be reached again to check which unit is in place: the old one or "
+                "the new one, whole (writes are atomic)"
+            )
+        if not ctx.restarted:
+            state += "; the service was not restarted"
+        elif ctx.result.ready_seconds is not None:
+            state += "; the service was restarted and became ready"
+        else:
+            state += "; the service was restarted, readiness unknown"
+    return ConnectionLostError(
+        f"lost the connection to {ctx.host.name}{during} ({cause_of(exc)}): {state}",
+        "check the host and the network, then run the same deploy again (it converges from either state)",
+    )
 
 
 def _interrupted(ctx: Context, before: Snapshot) -> Interrupted:
