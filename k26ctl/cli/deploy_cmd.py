@@ -53,6 +53,9 @@ def register(app: typer.Typer) -> None:
         2 usage (also: changes pending with no terminal and no --yes), 3 changes pending (--check),
         69 host unreachable, 78 bad profile, 130 interrupted (the message says which unit is in place).
         Without a terminal k26ctl never prompts: changes need --yes or K26CTL_YES=1."""
+        from k26ctl.deploy.preload import preload
+
+        preload()
         from k26ctl.cli.common import print_json
         from k26ctl.deploy import DeployOptions, deploy
         from k26ctl.deploy.present import confirm_on_terminal, make_presenter, result_text
