@@ -314,7 +314,7 @@ class SSHHost(ShellHost):
         if target.proxy_command:
             return paramiko.ProxyCommand(target.proxy_command)  # type: ignore[return-value]
         try:
-            return socket.create_connection((target.hostname, target.port), timeout=remaining)
+            sock = socket.create_connection((target.hostname, target.port), timeout=remaining)
         except TimeoutError:
             raise UnreachableError(
                 f"{target.display}: connection timed out after {self.connect_timeout:g} s",
@@ -325,6 +325,10 @@ class SSHHost(ShellHost):
                 f"{target.display}: cannot connect: {_describe(exc)}",
                 "check the address and port, and that sshd runs on the host",
             ) from None
+        # Every command opens a channel: small packets each way, which Nagle's algorithm holds back
+        # until the peer's delayed ACK (about 40 ms per round trip on Linux).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def _jump_channel(self, target: SSHTarget, deadline: float) -> paramiko.Channel:
         config = self._ssh_config or load_ssh_config()
@@ -371,13 +375,16 @@ class SSHHost(ShellHost):
     def _exec(
         self, argv: Sequence[str], *, stdin: bytes | None, timeout: float | None
     ) -> tuple[int, bytes, bytes]:
-        channel = self._channel(shlex.join(argv))
+        # Without input the command reads /dev/null on the host and no EOF is sent: paramiko sends a
+        # shutdown_write() EOF after releasing the channel's lock, so a command that exits at once
+        # can have its channel closed first, and sshd drops the whole connection on an EOF for a
+        # channel it has freed ("ieof packet referred to nonexistent channel").
+        command = argv if stdin is not None else ["sh", "-c", 'exec "$@" </dev/null', "k26ctl", *argv]
+        channel = self._channel(shlex.join(command))
         sender = None
         if stdin is not None:
             sender = threading.Thread(target=_send_all, args=(channel, stdin), daemon=True)
             sender.start()
-        else:
-            channel.shutdown_write()
         out: list[bytes] = []
         err: list[bytes] = []
         deadline = time.monotonic() + timeout if timeout else None
