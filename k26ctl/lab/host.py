@@ -33,6 +33,9 @@ SSH_PORT = 22
 BOOT_TARGET = "k26lab.target"
 SSHD_UNIT = "k26lab-sshd.service"
 INNER_SSH_DIR = "/etc/k26lab/ssh"
+# The project is also seen here, outside /tmp: a unit with PrivateTmp=yes (the default hardening) hides
+# the host's /tmp, and a checkout under /tmp would then vanish from the service's view.
+INNER_PROJECT_DIR = "/srv/k26ctl-src"
 REQUIRED_PACKAGES = {"systemd-nspawn": "systemd-container", "/usr/sbin/sshd": "openssh-server"}
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 _SKELETON_DIRS = (
@@ -325,19 +328,21 @@ def _provision_opt(opt: Path) -> None:
             check=True,
             capture_output=True,
         )
-    if sys.prefix != sys.base_prefix:
-        # running inside a venv: make its packages (k26ctl itself among them) visible to the lab venv
-        import site
-
-        pure = subprocess.run(
+    site_dir = Path(
+        subprocess.run(
             [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             check=True,
             capture_output=True,
             text=True,
         ).stdout.strip()
-        # the venv is built outside the host, so its site dir path has the state prefix: map it
-        site_dir = venv / Path(pure).relative_to(venv) if Path(pure).is_relative_to(venv) else Path(pure)
+    )
+    if sys.prefix != sys.base_prefix:
+        # running inside a venv: make its packages (k26ctl itself among them) visible to the lab venv
+        import site
+
         (site_dir / "k26ctl-outer-venv.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    # k26ctl imports from a directory every service on the host can see (see INNER_PROJECT_DIR)
+    (site_dir / "k26ctl-project.pth").write_text(INNER_PROJECT_DIR + "\n")
     from k26ctl.resources import project_root
 
     lab_src = project_root() / "k26ctl" / "lab"
@@ -403,6 +408,7 @@ def _nspawn_argv(sdir: Path, name: str, ns: str) -> list[str]:
         # behind when /var/tmp is not a tmpfs
         *[f"--overlay={d}:{sdir / 'upper' / d.strip('/')}:{d}" for d in OVERLAID],
         f"--bind-ro={project}:{project}",
+        f"--bind-ro={project}:{INNER_PROJECT_DIR}",
         *binds,
         f"--bind-ro={sdir / 'sshd'}:{INNER_SSH_DIR}",
         f"--bind={sdir / 'unitdir'}:/etc/systemd/system",
