@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from k26ctl.lab.host import INNER_PROJECT_DIR
+
 from .helpers import REPO, CliRun, k26ctl_argv, run_k26ctl
 from .hostctl import HostCtl
 
@@ -40,7 +42,9 @@ def fault_profile(lab_name: str) -> dict[str, object]:
             "start_limit_interval_sec": 60,
             "timeout_stop_sec": 5,
             "environment": {
-                "PYTHONPATH": str(FAULT_SERVER_DIR),
+                # the lab host sees the project at INNER_PROJECT_DIR whatever the checkout's path (a
+                # checkout under /tmp is hidden from a PrivateTmp=yes service)
+                "PYTHONPATH": f"{INNER_PROJECT_DIR}/{FAULT_SERVER_DIR.relative_to(REPO)}",
                 "FAULT_MODE": "ok",
                 "FAULT_LOAD_SECONDS": "0.3",
             },
