@@ -14,7 +14,7 @@ import pytest
 
 from k26ctl.errors import K26Error
 from k26ctl.lab import host as labhost
-from k26ctl.lab.host import LabHostState, lab_down, lab_status, lab_up, leftovers
+from k26ctl.lab.host import INNER_PROJECT_DIR, LabHostState, lab_down, lab_status, lab_up, leftovers
 from k26ctl.remote import connect
 from k26ctl.resources import project_root
 
@@ -87,7 +87,9 @@ def test_provisioning(lab_host: LabHostState) -> None:
         )
         prefix, k26ctl_file, has_torch = probe.stdout.split()
         assert prefix == "/opt/k26lab/venv"
-        assert k26ctl_file == str(root / "k26ctl" / "__init__.py")
+        # k26ctl imports from the project's second, PrivateTmp-proof mount, which is this checkout
+        assert k26ctl_file == f"{INNER_PROJECT_DIR}/k26ctl/__init__.py"
+        assert h.read_file(k26ctl_file) == (root / "k26ctl" / "__init__.py").read_bytes()
         assert has_torch == "True"
         # the project is visible read-only at its own path
         assert h.run(["test", "-f", str(root / "pyproject.toml")]).ok
