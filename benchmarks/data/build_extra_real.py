@@ -75,9 +75,9 @@ def anchors() -> list[dict[str, str]]:
             "The.r!!!!!!!!!!",
             "bad",
             "char-run",
-            "k26ctl seed host (COMMON.md): SGLang Triton DDTree budget 16",
+            "k26ctl seed host: SGLang Triton DDTree budget 16",
             "sglang (DDTree, unpatched mask)",
-            "quoted in /work/team/COMMON.md",
+            "the seed deployment's answer, quoted in README.md",
         ),
     ]
 
