@@ -61,11 +61,7 @@ def one_round(name: str) -> dict[str, float]:
             connects.append(seconds)
             host.close()
         out["ssh_connect_paramiko"] = statistics.median(connects)
-        openssh = [
-            "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={state.known_hosts_path}", "-i", state.key_path,
-            f"root@{state.address}", "true",
-        ]  # fmt: skip
+        openssh = [*state.openssh_argv(), "true"]
         samples = [_timed(lambda: subprocess.run(openssh, check=True))[0] for _ in range(5)]
         out["ssh_connect_run_openssh"] = statistics.median(samples)
 

@@ -38,11 +38,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 sys.path.insert(0, str(REPO))
+
+if TYPE_CHECKING:
+    from k26ctl.lab.host import LabHostState
 
 ANSIBLE_VENV = Path("/tmp/k26bench-ansible")
 ANSIBLE_SPEC = "ansible-core>=2.19,<2.20"
@@ -128,34 +131,11 @@ def log(message: str) -> None:
 class LabShell:
     """Plain `ssh` to the lab host with its key and known_hosts (strict), for reading host state."""
 
-    address: str
-    port: int
-    key: str
-    known_hosts: str
-
-    def ssh_options(self) -> list[str]:
-        return [
-            "-i",
-            self.key,
-            "-p",
-            str(self.port),
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "StrictHostKeyChecking=yes",
-            "-o",
-            f"UserKnownHostsFile={self.known_hosts}",
-            "-o",
-            "LogLevel=ERROR",
-            "-o",
-            "ConnectTimeout=10",
-        ]
+    lab: LabHostState
 
     def run(self, command: str, *, check: bool = True, timeout: float = 60) -> str:
         proc = subprocess.run(
-            ["ssh", *self.ssh_options(), f"root@{self.address}", command],
+            [*self.lab.openssh_argv(), command],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -217,7 +197,7 @@ def server_times(shell: LabShell, unit: str, run: Timed, ready_pattern: str) -> 
 
 @dataclass
 class Bench:
-    lab: Any  # LabHostState
+    lab: LabHostState
     shell: LabShell
     profile: str
     base_overrides: list[str]
@@ -257,13 +237,13 @@ class Bench:
         inventory = self.workdir / "inventory.ini"
         ssh_args = (
             f"-o IdentitiesOnly=yes -o StrictHostKeyChecking=yes "
-            f"-o UserKnownHostsFile={self.shell.known_hosts}"
+            f"-o UserKnownHostsFile={self.shell.lab.known_hosts_path}"
         )
         inventory.write_text(
             "[lab]\n"
-            f"{self.lab.name} ansible_host={self.shell.address} ansible_port={self.shell.port} "
+            f"{self.lab.name} ansible_host={self.shell.lab.address} ansible_port={self.shell.lab.port} "
             "ansible_user=root "
-            f"ansible_ssh_private_key_file={self.shell.key} ansible_ssh_common_args='{ssh_args}'\n"
+            f"ansible_ssh_private_key_file={self.shell.lab.key_path} ansible_ssh_common_args='{ssh_args}'\n"
         )
         control_dir = Path(tempfile.mkdtemp(prefix="cp-", dir=self.workdir))
         env = {
@@ -305,9 +285,9 @@ class Bench:
             [
                 "bash",
                 str(CURL_LOOP),
-                self.shell.address,
-                self.shell.key,
-                self.shell.known_hosts,
+                self.shell.lab.address,
+                self.shell.lab.key_path,
+                self.shell.lab.known_hosts_path,
                 str(unit),
                 str(interval),
                 str(self.port),
@@ -827,7 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     log(f"lab host {args.lab}")
     lab = lab_up(args.lab)
-    shell = LabShell(lab.address, lab.port, lab.key_path, lab.known_hosts_path)
+    shell = LabShell(lab)
     base = [f"host.lab={args.lab}", f"service.environment.K26LAB_LOAD_SECONDS={args.load_seconds:g}"]
     profile = load_profile(args.profile, base).profile
     serial = iter(range(int(time.time() * 1000) % 10**9, 10**12))

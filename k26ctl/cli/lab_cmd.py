@@ -7,6 +7,7 @@ add the module name to LAB_COMMAND_MODULES below and nothing else here needs to 
 from __future__ import annotations
 
 import importlib
+import shlex
 from typing import Any
 
 import typer
@@ -38,8 +39,7 @@ def host_up(
         print_json(state.to_json())
         return
     typer.echo(f"lab host {state.name} is up at {state.address} (boot {state.boot_seconds:.2f} s)")
-    known = f"UserKnownHostsFile={state.known_hosts_path}"
-    typer.echo(f"  ssh -i {state.key_path} -o {known} {state.user}@{state.address}")
+    typer.echo(f"  {shlex.join(state.openssh_argv())}")
     typer.echo(f"  profiles target it with `host: {{lab: {state.name}}}`")
 
 

@@ -80,6 +80,30 @@ class LabHostState:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def openssh_argv(self, *, connect_timeout: float = 10) -> list[str]:
+        """Plain OpenSSH to this host with its own key and strict known_hosts: a command to run it
+        by hand, and an independent way for tests and benchmarks to read the host."""
+        return [
+            "ssh",
+            "-i",
+            self.key_path,
+            "-p",
+            str(self.port),
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts_path}",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            f"ConnectTimeout={connect_timeout:g}",
+            f"{self.user}@{self.address}",
+        ]
+
 
 @dataclass
 class LabStatus:

@@ -59,29 +59,9 @@ class HostCtl:
             raise RuntimeError(f"console: {command!r} exited {proc.returncode}: {proc.stderr.strip()}")
         return proc.stdout
 
-    def ssh_options(self) -> list[str]:
-        return [
-            "-i",
-            self.lab.key_path,
-            "-p",
-            str(self.lab.port),
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "StrictHostKeyChecking=yes",
-            "-o",
-            f"UserKnownHostsFile={self.lab.known_hosts_path}",
-            "-o",
-            "ConnectTimeout=5",
-            "-o",
-            "LogLevel=ERROR",
-        ]
-
     def ssh(self, command: str, *, check: bool = True, timeout: float = 30) -> str:
         proc = subprocess.run(
-            ["ssh", *self.ssh_options(), f"root@{self.lab.address}", command],
+            [*self.lab.openssh_argv(connect_timeout=5), command],
             capture_output=True,
             text=True,
             timeout=timeout,
