@@ -9,6 +9,7 @@ host stops before changing anything, exit 2, and says to pass --yes (like terraf
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -56,13 +57,10 @@ def register(app: typer.Typer) -> None:
         from k26ctl.deploy.preload import preload
 
         preload()
-        from k26ctl.cli.common import print_json
         from k26ctl.deploy import DeployOptions, deploy
-        from k26ctl.deploy.present import confirm_on_terminal, make_presenter, result_text
         from k26ctl.profile import load_profile
 
         loaded = load_profile(profile, overrides)
-        presenter = make_presenter(rich=_rich(), verbose=verbose)
         opts = DeployOptions(
             check=check,
             diff=diff,
@@ -70,18 +68,42 @@ def register(app: typer.Typer) -> None:
             smoke=smoke,
             rollback_on_failure=rollback_on_failure,
             yes=yes,
-            confirm=confirm_on_terminal if (not yes and interactive()) else None,
+            confirm=confirmer(yes),
             accept_new_host_key=accept_new_host_key,
         )
-        try:
-            result = deploy(loaded, opts, on_event=presenter)
-        finally:
-            presenter.close()
-        if as_json:
-            print_json(result.to_json())
-        else:
-            print(result_text(result, show_diff=diff), flush=True)
-        raise typer.Exit(result.exit_code)
+        run_and_present(deploy, loaded, opts, verbose=verbose, as_json=as_json, show_diff=diff)
+
+
+def confirmer(yes: bool) -> Any:
+    """The terminal prompt, or None where nobody can answer (then changes need --yes)."""
+    from k26ctl.deploy.present import confirm_on_terminal
+
+    return confirm_on_terminal if (not yes and interactive()) else None
+
+
+def run_and_present(
+    action: Callable[..., Any],
+    loaded: Any,
+    opts: Any,
+    *,
+    verbose: bool,
+    as_json: bool,
+    show_diff: bool = False,
+) -> None:
+    """Run deploy or rollback with progress on stderr, print the result, exit with its code."""
+    from k26ctl.cli.common import print_json
+    from k26ctl.deploy.present import make_presenter, result_text
+
+    presenter = make_presenter(rich=_rich(), verbose=verbose)
+    try:
+        result = action(loaded, opts, on_event=presenter)
+    finally:
+        presenter.close()
+    if as_json:
+        print_json(result.to_json())
+    else:
+        print(result_text(result, show_diff=show_diff), flush=True)
+    raise typer.Exit(result.exit_code)
 
 
 def _rich() -> Any:

@@ -84,25 +84,10 @@ def register(app: typer.Typer) -> None:
         """Restore the unit and patch set that were in place before the last change, restart, wait.
 
         Without a terminal, --yes (or K26CTL_YES=1) is required."""
-        from k26ctl.cli.common import print_json
-        from k26ctl.cli.deploy_cmd import _rich, interactive
+        from k26ctl.cli.deploy_cmd import confirmer, run_and_present
         from k26ctl.deploy import DeployOptions, rollback
-        from k26ctl.deploy.present import confirm_on_terminal, make_presenter, result_text
         from k26ctl.profile import load_profile
 
         loaded = load_profile(profile, overrides)
-        presenter = make_presenter(rich=_rich(), verbose=verbose)
-        opts = DeployOptions(
-            yes=yes,
-            confirm=confirm_on_terminal if (not yes and interactive()) else None,
-            accept_new_host_key=accept_new_host_key,
-        )
-        try:
-            result = rollback(loaded, opts, on_event=presenter)
-        finally:
-            presenter.close()
-        if as_json:
-            print_json(result.to_json())
-        else:
-            print(result_text(result), flush=True)
-        raise typer.Exit(result.exit_code)
+        opts = DeployOptions(yes=yes, confirm=confirmer(yes), accept_new_host_key=accept_new_host_key)
+        run_and_present(rollback, loaded, opts, verbose=verbose, as_json=as_json)
