@@ -13,10 +13,10 @@ class ExitCode:
     USAGE = 2
     CHANGES_PENDING = 3  # deploy --check: something would change
     UNAVAILABLE = 69  # host or server unreachable
-    SOFTWARE = 70  # internal error: a bug in k26ctl
     NOPERM = 77  # permission denied (sudo needs a password, not root for the lab host)
     CONFIG = 78  # bad profile or config
-    BISECT_SKIP = 125
+    BISECT_SKIP = 125  # git bisect run: this value cannot be judged
+    INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 class K26Error(Exception):
@@ -82,11 +82,5 @@ class PatchError(K26Error):
     exit_code = ExitCode.FAILED
 
 
-class DeployFailed(K26Error):
-    """The deploy ran but the service did not come up, or its output is degenerate."""
-
-    exit_code = ExitCode.FAILED
-
-
 class Interrupted(K26Error):
-    exit_code = 130
+    exit_code = ExitCode.INTERRUPTED

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 
-from k26ctl.errors import K26Error
+from k26ctl.errors import ExitCode, K26Error
 
 
 class Verdict(str, enum.Enum):
@@ -27,7 +27,7 @@ def verdict_from_exit_code(code: int, command: str = "") -> Verdict:
     """
     if code == 0:
         return Verdict.GOOD
-    if code == 125:
+    if code == ExitCode.BISECT_SKIP:
         return Verdict.SKIP
     if 1 <= code <= 127:
         return Verdict.BAD

@@ -9,7 +9,7 @@ import sys
 import typer
 
 from k26ctl import __version__
-from k26ctl.errors import K26Error
+from k26ctl.errors import ExitCode, K26Error
 
 # Each module exposes `register(app)`; keep this list in help order.
 COMMAND_MODULES = (
@@ -74,9 +74,9 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("error: interrupted by Ctrl-C", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except SystemExit as exc:
-        if exc.code == 130 and _raised_by_interrupt(exc):
+        if exc.code == ExitCode.INTERRUPTED and _raised_by_interrupt(exc):
             print("error: interrupted by Ctrl-C", file=sys.stderr)
         raise
 

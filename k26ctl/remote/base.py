@@ -7,7 +7,7 @@ Callers never build shell strings: they pass argv lists, and the implementation 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -101,6 +101,3 @@ class Host(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-LineCallback = Callable[[str], None]
