@@ -27,3 +27,5 @@ python3 -m pip install -q --disable-pip-version-check torch==2.13.0
 extras="lab"
 [ "$want_test" = 1 ] && extras="lab,test"
 python3 -m pip install -q --disable-pip-version-check -e ".[$extras]"
+# under pyenv the new `k26ctl` command is on PATH only after its shims are rebuilt
+if command -v pyenv >/dev/null; then pyenv rehash; fi
