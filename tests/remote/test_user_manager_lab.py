@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from k26ctl.lab.host import LabHostState
+from k26ctl.lab.host import INNER_PROJECT_DIR, LabHostState
 from k26ctl.remote.ssh import SSHHost
 
 from .conftest import ssh_host
@@ -15,6 +15,9 @@ from .conftest import ssh_host
 pytestmark = pytest.mark.labhost
 
 ACCOUNT = "k26usr"
+# A copy of the package the account can read: the checkout may sit in a directory only root may enter
+# (mktemp -d makes one), and its bind mounts on the host keep that mode.
+USER_SRC = "/opt/k26lab/user-src"
 
 # Runs on the lab host as ACCOUNT with the lab venv: k26ctl's LocalHost and Systemd, nothing mocked.
 SCRIPT = r"""
@@ -53,12 +56,16 @@ def account_with_manager(host: SSHHost) -> str:
     host.run(["sh", "-c", create], check=True)
     uid = host.run(["id", "-u", ACCOUNT], check=True).stdout.strip()
     host.run(["systemctl", "start", f"user@{uid}.service"], check=True)
+    copy = f"rm -rf {USER_SRC} && mkdir -p {USER_SRC} && cp -r {INNER_PROJECT_DIR}/k26ctl {USER_SRC}/"
+    host.run(["sh", "-c", f"{copy} && chmod -R a+rX {USER_SRC}"], check=True)
     return uid
 
 
 def test_local_host_uses_the_user_manager(lab_host: LabHostState, account_with_manager: str) -> None:
     with ssh_host(lab_host, user=ACCOUNT).open() as h:
-        res = h.run(["/opt/k26lab/venv/bin/python", "-c", SCRIPT], timeout=120)
+        res = h.run(
+            ["env", f"PYTHONPATH={USER_SRC}", "/opt/k26lab/venv/bin/python", "-c", SCRIPT], timeout=120
+        )
     assert res.ok, res.stderr
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["user_manager"] is True and out["systemd_user"] is True
