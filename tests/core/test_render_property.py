@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from k26ctl.errors import ConfigError
 from k26ctl.profile import profile_from_data
-from k26ctl.render import environment_from_unit, exec_start_argv, render_launch, render_unit, unit_settings
+from k26ctl.render import render_launch, render_unit
+from k26ctl.unitfile import environment_from_unit, exec_start_argv, unit_settings
 from k26ctl.validate import validate_profile
 
 # Printable text weighted towards the characters systemd treats specially, so most examples get as far

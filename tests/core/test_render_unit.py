@@ -11,15 +11,17 @@ import pytest
 from k26ctl.errors import ConfigError
 from k26ctl.profile import Profile, SpecAlgorithm, load_profile
 from k26ctl.render import (
-    environment_from_unit,
-    exec_start_argv,
-    parse_exec_start,
-    quote_exec_word,
     render_launch,
     render_unit,
     rendered_document,
     unit_name,
     unit_path,
+)
+from k26ctl.unitfile import (
+    environment_from_unit,
+    exec_start_argv,
+    parse_exec_start,
+    quote_exec_word,
     unit_settings,
 )
 

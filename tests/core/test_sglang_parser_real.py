@@ -23,9 +23,9 @@ import pytest
 from k26ctl.errors import UnreachableError
 from k26ctl.profile import Profile, load_profile
 from k26ctl.remote.local import LocalHost
-from k26ctl.remote.sglang_parse import parse_on_host, sglang_flags
 from k26ctl.render import render_launch
 from k26ctl.validate import OPTION_TABLE, remote_findings
+from k26ctl.validate.sglang_parse import parse_on_host, sglang_flags
 
 pytestmark = pytest.mark.network_sglang
 

@@ -14,9 +14,9 @@ import pytest
 from k26ctl.errors import UnreachableError
 from k26ctl.lab.host import LabHostState
 from k26ctl.profile import load_profile
-from k26ctl.remote.sglang_parse import RemoteParse, parse_on_host
 from k26ctl.remote.ssh import SSHHost
 from k26ctl.render import render_launch
+from k26ctl.validate.sglang_parse import RemoteParse, parse_on_host
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "0.5.15"
