@@ -1,0 +1,143 @@
+"""Where every member of a fleet stands during and after a roll, kept locally and on each host.
+
+Local: $XDG_STATE_HOME/k26ctl/fleet/<fleet>/run.json (the current or last run, rewritten atomically
+on every change) and runs.jsonl (one line per finished run). On each host the member's own changes
+are appended to /var/lib/k26ctl/<service>/fleet.jsonl, beside its deploy history.
+
+The record is the roll's memory of who may serve: after a router restart (which forgets every
+worker) the in-service set is rebuilt from it, and never from the router.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Phases of one member. In service: the router may send it traffic.
+OLD = "old"  # serving the config it had before this run
+NEW = "new"  # serving the target config
+REMOVING = "removing"  # DELETE sent, not yet confirmed gone
+DRAINING = "draining"  # out of the router, old config, requests finishing
+DEPLOYING = "deploying"  # out of the router, the deploy pipeline runs
+VERIFIED = "verified"  # out of the router, target config deployed and smoke passed
+ADDING = "adding"  # POST sent, waiting for listed + healthy
+SOAKING = "soaking"  # in the router, watched
+FAILED = "failed"  # out of the router after a failed step
+INTERRUPTED = "interrupted"  # out of the router after Ctrl-C
+
+IN_SERVICE = frozenset({OLD, NEW, SOAKING})
+IN_FLIGHT = frozenset({REMOVING, ADDING})  # the router's answer decides; resync leaves them alone
+OUT_OF_SERVICE = frozenset({DRAINING, DEPLOYING, VERIFIED, FAILED, INTERRUPTED})
+
+RUNNING, DONE, HALTED, STOPPED = "running", "done", "halted", "interrupted"
+
+
+def describe(phase: str, config: str) -> str:
+    """The operator's words for where a member stands."""
+    if phase == OLD:
+        return "old config, serving"
+    if phase in (NEW, SOAKING):
+        return "new config, serving" + (" (soaking)" if phase == SOAKING else "")
+    where = {"old": "old config", "new": "new config", "unknown": "config unknown"}.get(config, config)
+    if phase == FAILED:
+        return f"failed, out of router ({where})"
+    if phase == INTERRUPTED:
+        return f"interrupted, out of router ({where})"
+    return f"out of router, {phase} ({where})"
+
+
+@dataclass
+class MemberState:
+    phase: str = OLD
+    config: str = "old"  # old | new | unknown: what the host runs as far as known
+    detail: str = ""
+    fingerprint: str | None = None  # the target profile's fingerprint once deployed
+    seconds: dict[str, float] = field(default_factory=dict)  # per step
+    updated: str = ""
+
+    @property
+    def in_service(self) -> bool:
+        return self.phase in IN_SERVICE
+
+
+@dataclass
+class RunRecord:
+    fleet: str
+    run_id: str
+    action: str  # deploy | rollback
+    status: str = RUNNING
+    started: str = ""
+    finished: str = ""
+    reason: str = ""
+    targets: dict[str, str] = field(default_factory=dict)  # member -> target fingerprint
+    members: dict[str, MemberState] = field(default_factory=dict)
+
+    @classmethod
+    def new(cls, fleet: str, action: str, names: list[str], targets: dict[str, str]) -> RunRecord:
+        return cls(
+            fleet=fleet,
+            run_id=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3),
+            action=action,
+            started=now_iso(),
+            targets=dict(targets),
+            members={n: MemberState(updated=now_iso()) for n in names},
+        )
+
+    @property
+    def unfinished(self) -> bool:
+        return self.status in (RUNNING, HALTED, STOPPED)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
+        members = {k: MemberState(**v) for k, v in data.get("members", {}).items()}
+        return cls(**{**data, "members": members})
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def state_dir(fleet: str) -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "k26ctl" / "fleet" / fleet
+
+
+class LocalStore:
+    """The local copy of the run record (atomic rewrite; finished runs appended to runs.jsonl)."""
+
+    def __init__(self, fleet: str, root: Path | None = None) -> None:
+        self.dir = root or state_dir(fleet)
+
+    @property
+    def path(self) -> Path:
+        return self.dir / "run.json"
+
+    def load(self) -> RunRecord | None:
+        try:
+            return RunRecord.from_json(json.loads(self.path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError, KeyError) as exc:
+            from k26ctl.errors import ConfigError
+
+            raise ConfigError(f"fleet run record {self.path} is damaged: {exc}", "move it away") from None
+
+    def save(self, record: RunRecord) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(record.to_json(), fh, indent=1, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        if not record.unfinished:
+            with open(self.dir / "runs.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(record.to_json(), sort_keys=True) + "\n")

@@ -1,0 +1,179 @@
+"""The one place that speaks to the SGLang router (`sglang-router` 0.3.x admin API).
+
+Facts this adapter relies on (checked against sglang-router 0.3.2 on loopback):
+- `POST /workers {"url"}` answers 202 with a `worker_id` and registers in the background; a 202 is
+  not success (a URL already listed also gets 202 and its job then fails). Success is the URL listed
+  in `GET /workers` with `is_healthy: true`.
+- `GET /workers/{uuid}` shows `job_status` while the router remembers the job (`failed` + message).
+- `DELETE /workers/{uuid}` (a URL instead of a UUID is a 400) answers 202; the worker leaves the list
+  within milliseconds. Re-adding a URL gives a new UUID, so the UUID is looked up by URL every time.
+- The router keeps its worker list in memory only: after a restart it lists nothing.
+- Admin routes take `Authorization: Bearer KEY` when the router runs with control-plane keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from k26ctl.errors import K26Error, UnreachableError
+
+
+class RouterError(K26Error):
+    """The router refused or failed an admin operation (it answered, but not as needed)."""
+
+
+@dataclass(frozen=True)
+class Worker:
+    id: str
+    url: str
+    healthy: bool
+    load: int = 0
+
+
+def normalize_url(url: str) -> str:
+    """Worker URLs compare without a trailing slash (the router lists them as given)."""
+    return url.rstrip("/")
+
+
+class Router:
+    """Admin client for one router. Every request has its own deadline (`timeout`)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        admin_key: str | None = None,
+        timeout: float = 5.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.url = normalize_url(url)
+        headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+        self._client = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, transport=transport, trust_env=False
+        )
+        self._sleep = sleep
+        self._clock = clock
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Router:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- raw calls ------------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise UnreachableError(
+                f"router {self.url} did not answer {method} {path}: {exc.__class__.__name__}",
+                "check the fleet's router.url (and its SSH forward), or start the router",
+            ) from exc
+        if response.status_code in (401, 403):
+            raise RouterError(
+                f"router {self.url} refused {method} {path} ({response.status_code})",
+                "export the admin key in the variable named by router.admin_key_env",
+                exit_code=77,
+            )
+        return response
+
+    def alive(self) -> bool:
+        """The router process answers (its `/liveness`); says nothing about workers."""
+        try:
+            return self._client.get("/liveness", timeout=2.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def workers(self) -> list[Worker]:
+        response = self._call("GET", "/workers")
+        if response.status_code != 200:
+            raise RouterError(f"router {self.url}: GET /workers answered {response.status_code}")
+        try:
+            items = response.json()["workers"]
+            return [
+                Worker(
+                    id=str(w["id"]),
+                    url=normalize_url(str(w["url"])),
+                    healthy=bool(w.get("is_healthy")),
+                    load=int(w.get("load") or 0),
+                )
+                for w in items
+            ]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RouterError(
+                f"router {self.url}: GET /workers is not the 0.3.x shape ({exc})",
+                "k26ctl speaks the sglang-router 0.3.x admin API",
+            ) from exc
+
+    def find(self, url: str) -> Worker | None:
+        wanted = normalize_url(url)
+        return next((w for w in self.workers() if w.url == wanted), None)
+
+    def job_status(self, worker_id: str) -> dict[str, Any] | None:
+        response = self._call("GET", f"/workers/{worker_id}")
+        if response.status_code != 200:
+            return None
+        try:
+            status = response.json().get("job_status")
+        except ValueError:
+            return None
+        return status if isinstance(status, dict) else None
+
+    # ---- operations that wait for their effect --------------------------------------------------
+
+    def add(self, url: str, *, timeout: float = 60.0, interval: float = 0.2) -> Worker:
+        """Register `url` and wait until it is listed and healthy. A failed registration job with the
+        worker not listed, or the deadline, is an error (the caller decides what to do with it)."""
+        url = normalize_url(url)
+        response = self._call("POST", "/workers", json={"url": url})
+        if response.status_code not in (200, 201, 202):
+            raise RouterError(f"router {self.url}: POST /workers {url} answered {response.status_code}")
+        worker_id = str(response.json().get("worker_id", ""))
+        deadline = self._clock() + timeout
+        last_job: dict[str, Any] | None = None
+        while True:
+            listed = self.find(url)
+            if listed is not None and listed.healthy:
+                return listed
+            if worker_id and listed is None:
+                last_job = self.job_status(worker_id) or last_job
+                if last_job and last_job.get("status") == "failed":
+                    raise RouterError(
+                        f"router {self.url} did not register {url}: {last_job.get('message') or 'job failed'}"
+                    )
+            if self._clock() >= deadline:
+                state = "listed but not healthy" if listed else "not listed"
+                raise RouterError(
+                    f"router {self.url}: {url} {state} {timeout:g} s after POST /workers",
+                    "the worker must answer /health 200 from the router's side",
+                )
+            self._sleep(interval)
+
+    def remove(self, url: str, *, timeout: float = 10.0, interval: float = 0.05) -> bool:
+        """Take `url` out of rotation and confirm it left the list. False when it was not listed."""
+        url = normalize_url(url)
+        listed = self.find(url)
+        if listed is None:
+            return False
+        response = self._call("DELETE", f"/workers/{listed.id}")
+        if response.status_code not in (200, 202, 204, 404):
+            raise RouterError(
+                f"router {self.url}: DELETE /workers/{listed.id} answered {response.status_code}"
+            )
+        deadline = self._clock() + timeout
+        while self.find(url) is not None:
+            if self._clock() >= deadline:
+                raise RouterError(f"router {self.url}: {url} still listed {timeout:g} s after DELETE")
+            self._sleep(interval)
+        return True
