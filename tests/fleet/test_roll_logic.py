@@ -36,11 +36,24 @@ def make(tmp_path: Path, n: int = 3, **opts: object) -> tuple[FakeRouter, list[F
     return router, members, store, options
 
 
-def run(router: FakeRouter, members: list[FakeMember], store: LocalStore, events: list[RollEvent] | None = None,
-        **opts: object):  # fmt: skip
+def run(
+    router: FakeRouter,
+    members: list[FakeMember],
+    store: LocalStore,
+    events: list[RollEvent] | None = None,
+    **opts: object,
+):
     clock = Clock()
-    roll = Roll("f", members, router, RollOptions(**opts), store,  # type: ignore[arg-type]
-                on_event=(events.append if events is not None else None), sleep=clock.sleep, clock=clock)  # fmt: skip
+    roll = Roll(
+        "f",
+        members,
+        router,
+        RollOptions(**opts),
+        store,  # type: ignore[arg-type]
+        on_event=(events.append if events is not None else None),
+        sleep=clock.sleep,
+        clock=clock,
+    )
     return roll.run()
 
 

@@ -1,0 +1,92 @@
+"""Starting and stopping a router k26ctl owns (the fleet's `router.owned`): `sglang-router launch`
+bound where the fleet says, with no static worker list (the roll owns the list).
+
+At launch and on every registration the router may look a tokenizer up on the model hub; without
+`tokenizer_path` its hub address (HF_ENDPOINT) points at a closed loopback port so that lookup fails
+at once instead of reaching out of the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from k26ctl.errors import ConfigError, UnreachableError
+from k26ctl.fleet.model import OwnedRouter
+
+CLOSED_HUB = "http://127.0.0.1:9"  # the discard port: nothing listens there
+
+
+def router_argv(owned: OwnedRouter) -> list[str]:
+    """`python -m sglang_router.launch_router` (the same as `sglang-router launch`, found without PATH)."""
+    return [sys.executable, "-m", "sglang_router.launch_router", *owned.argv()[2:]]
+
+
+def start_router(owned: OwnedRouter, log_path: Path, *, timeout: float = 30.0) -> subprocess.Popen[bytes]:
+    """Launch the router and wait until it answers /liveness; its output goes to `log_path`."""
+    try:
+        import sglang_router  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "sglang-router is not installed", "pip install 'sglang-router==0.3.2' (the lab extra has it)"
+        ) from None
+    env = dict(os.environ)
+    if not owned.tokenizer_path:
+        env["HF_ENDPOINT"] = CLOSED_HUB
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            router_argv(owned),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    url = f"http://{owned.host}:{owned.port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UnreachableError(
+                f"sglang-router exited with {proc.returncode} at start-up", f"see {log_path}"
+            )
+        try:
+            if httpx.get(f"{url}/liveness", timeout=1.0, trust_env=False).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    stop_router(proc.pid)
+    raise UnreachableError(
+        f"sglang-router did not answer {url}/liveness within {timeout:g} s", f"see {log_path}"
+    )
+
+
+def stop_router(pid: int, *, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after `timeout`; a pid that is already gone is fine."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            waited, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child: poll for its existence instead
+            waited = 0
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+        if waited == pid:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
