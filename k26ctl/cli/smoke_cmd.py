@@ -48,6 +48,12 @@ def register(app: typer.Typer) -> None:
             None, "--api-key-env", metavar="VAR", help="Environment variable holding the API key."
         ),
         no_expect: bool = typer.Option(False, "--no-expect", help="Skip the prompts' expect checks."),
+        no_probes: bool = typer.Option(
+            False, "--no-probes", help="Skip the greedy self-consistency probes after the suite."
+        ),
+        probe_positions: int | None = typer.Option(
+            None, "--probe-positions", min=1, help="Output tokens probed per answer (default 32)."
+        ),
     ) -> None:
         """Run the coherence suite against a live SGLang server."""
         from k26ctl.errors import UnreachableError, UsageError
@@ -73,6 +79,8 @@ def register(app: typer.Typer) -> None:
                 timeout,
                 api_key_env,
                 no_expect,
+                no_probes,
+                probe_positions,
                 quiet=as_json,
             )
         except UnreachableError as exc:
@@ -99,6 +107,8 @@ def _run(
     timeout: float | None,
     api_key_env: str | None,
     no_expect: bool,
+    no_probes: bool,
+    probe_positions: int | None,
     quiet: bool,
 ) -> SmokeReport:
     from k26ctl.cli.common import stderr_console
@@ -119,6 +129,8 @@ def _run(
         "min_accept_length": min_accept_length,
         "timeout": timeout,
         "expectations": False if no_expect else None,
+        "probes": False if no_probes else None,
+        "probe_positions": probe_positions,
         "on_result": progress,
     }
     if url is not None:

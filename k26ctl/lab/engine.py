@@ -18,6 +18,8 @@ from k26ctl.lab import ddtree
 from k26ctl.lab.drafter import NGramDrafter
 from k26ctl.lab.kv_pool import ReqToTokenPool, TokenToKVPool
 from k26ctl.lab.model import TinyDecoder
+from k26ctl.lab.numerics import Numerics
+from k26ctl.lab.prefix_cache import PrefixCache
 from k26ctl.lab.tokenizer import ByteTokenizer
 from k26ctl.lab.tree_loader import LabTree
 
@@ -105,6 +107,8 @@ class Engine:
         max_running_requests: int = 16,
         context_length: int = 2048,
         kv_tokens: int = 32768,
+        numerics: Numerics | None = None,
+        prefix_cache_tokens: int | None = None,
     ) -> None:
         if spec.algorithm not in ("NONE", "DFLASH", "DDTREE"):
             raise ValueError(f"unsupported speculative algorithm {spec.algorithm!r}")
@@ -120,6 +124,10 @@ class Engine:
         self.req_to_token_pool = ReqToTokenPool(max_running_requests, context_length + spec.verify_width + 8)
         self.token_to_kv_pool = TokenToKVPool(
             kv_tokens, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim
+        )
+        self.numerics = numerics if numerics is not None else Numerics()
+        self.prefix_cache = PrefixCache(
+            self.token_to_kv_pool, kv_tokens // 2 if prefix_cache_tokens is None else prefix_cache_tokens
         )
         self.server_args = server_args if server_args is not None else make_server_args(spec)
         backend_cls = tree.backend.TritonAttnBackend
@@ -144,7 +152,14 @@ class Engine:
 
     def can_admit(self, req: Req) -> bool:
         need = len(req.input_ids) + req.max_new_tokens + self.spec.verify_width
-        return self.req_to_token_pool.available() > 0 and self.token_to_kv_pool.available() >= need
+        if self.req_to_token_pool.available() == 0:
+            return False
+        self.prefix_cache.evict(need)
+        return self.token_to_kv_pool.available() >= need
+
+    def _alloc(self, n: int) -> torch.Tensor | None:
+        self.prefix_cache.evict(n)
+        return self.token_to_kv_pool.alloc(n)
 
     # ---- request lifecycle ------------------------------------------------------------------------
 
@@ -163,43 +178,63 @@ class Engine:
             req.finished_reason = {"type": "length", "length": len(req.output_ids)}
 
     def release(self, req: Req) -> None:
+        """Hand the request's KV to the prefix cache (the part matching its token ids) and free the rest."""
         if req.pool_index >= 0:
             locs = self.req_to_token_pool.req_to_token[req.pool_index, : req.cached_len].clone()
-            self.token_to_kv_pool.free(locs)
+            keep = min(req.cached_len, len(req.all_ids()))
+            self.prefix_cache.insert(req.all_ids()[:keep], locs[:keep])
+            self.token_to_kv_pool.free(locs[keep:])
             self.req_to_token_pool.free(req.pool_index)
             req.pool_index = -1
 
     def flush_cache(self) -> None:
-        """Nothing is shared between requests (no radix cache); kept for the /flush_cache endpoint."""
+        """Drop every cached prefix (the caller makes sure no request is running)."""
+        self.prefix_cache.flush()
 
     # ---- forward passes ---------------------------------------------------------------------------
 
     def prefill(self, reqs: list[Req]) -> StepStats:
-        """One batched extend over the prompts; each request gets its first output token."""
+        """One batched extend over the prompts (less any cached prefix); each request gets its first
+        output token from this plain pass."""
         locs_per_req = []
+        prefix_lens = []
         for req in reqs:
             index = self.req_to_token_pool.alloc()
-            locs = self.token_to_kv_pool.alloc(len(req.input_ids))
+            locs = self._alloc(len(req.input_ids))
             if index is None or locs is None:
                 raise RuntimeError("KV pool exhausted at prefill")
             req.pool_index = index
+            cached, cached_locs = self.prefix_cache.match(req.input_ids)
+            if cached_locs is not None:
+                self.prefix_cache.copy_into(cached_locs, locs[:cached])
             self.req_to_token_pool.req_to_token[index, : len(req.input_ids)] = locs
-            locs_per_req.append(locs)
-        lens = torch.tensor([len(r.input_ids) for r in reqs], dtype=torch.int64)
+            locs_per_req.append(locs[cached:])
+            prefix_lens.append(cached)
+        extend = [len(r.input_ids) - p for r, p in zip(reqs, prefix_lens, strict=True)]
+        lens = torch.tensor(extend, dtype=torch.int64)
+        ids = [t for r, p in zip(reqs, prefix_lens, strict=True) for t in r.input_ids[p:]]
+        positions = [
+            pos for r, p in zip(reqs, prefix_lens, strict=True) for pos in range(p, len(r.input_ids))
+        ]
         batch = self._ForwardBatch(
             forward_mode=self._ForwardMode.EXTEND,
             batch_size=len(reqs),
-            input_ids=torch.tensor([t for r in reqs for t in r.input_ids], dtype=torch.int64),
-            positions=torch.cat([torch.arange(n) for n in lens.tolist()]),
+            input_ids=torch.tensor(ids, dtype=torch.int64),
+            positions=torch.tensor(positions, dtype=torch.int64),
             req_pool_indices=torch.tensor([r.pool_index for r in reqs], dtype=torch.int64),
-            seq_lens=lens,
+            seq_lens=torch.tensor([len(r.input_ids) for r in reqs], dtype=torch.int64),
             out_cache_loc=torch.cat(locs_per_req),
-            extend_prefix_lens=torch.zeros(len(reqs), dtype=torch.int64),
+            extend_prefix_lens=torch.tensor(prefix_lens, dtype=torch.int64),
             extend_seq_lens=lens,
         )
         logits = self.model.forward_batch(batch, self.target_runner.attn_backend)
-        last_rows = torch.cumsum(lens, 0) - 1
-        next_ids = logits[last_rows].argmax(dim=-1).tolist()
+        last_rows = (torch.cumsum(lens, 0) - 1).tolist()
+        next_ids = self.numerics.greedy(
+            logits[last_rows],
+            ("extend", len(reqs), len(ids)),
+            [positions[i] for i in last_rows],
+            [ids[i] for i in last_rows],
+        )
         for req, tok in zip(reqs, next_ids, strict=True):
             req.cached_len = len(req.input_ids)
             req.output_ids.append(int(tok))
@@ -212,7 +247,7 @@ class Engine:
         return self.verify(reqs)
 
     def decode(self, reqs: list[Req]) -> StepStats:
-        locs = self.token_to_kv_pool.alloc(len(reqs))
+        locs = self._alloc(len(reqs))
         if locs is None:
             raise RuntimeError("KV pool exhausted at decode")
         for req, loc in zip(reqs, locs.tolist(), strict=True):
@@ -227,7 +262,10 @@ class Engine:
             out_cache_loc=locs,
         )
         logits = self.model.forward_batch(batch, self.target_runner.attn_backend)
-        for req, tok in zip(reqs, logits.argmax(dim=-1).tolist(), strict=True):
+        choices = self.numerics.greedy(
+            logits, ("decode", len(reqs)), [r.cached_len for r in reqs], [r.output_ids[-1] for r in reqs]
+        )
+        for req, tok in zip(reqs, choices, strict=True):
             req.cached_len += 1
             req.output_ids.append(int(tok))
             self._finish_if_done(req)
@@ -245,7 +283,7 @@ class Engine:
     def verify(self, reqs: list[Req]) -> StepStats:
         width = self.spec.verify_width
         trees = [self.draft_tree(req) for req in reqs]
-        locs = self.token_to_kv_pool.alloc(width * len(reqs))
+        locs = self._alloc(width * len(reqs))
         if locs is None:
             raise RuntimeError("KV pool exhausted at verify")
         ids: list[int] = []
@@ -267,10 +305,15 @@ class Engine:
             spec_info=self._SpecVerifyInfo(custom_mask=torch.cat(masks), draft_token_num=width),
         )
         logits = self.model.forward_batch(batch, self.target_runner.attn_backend)
-        choices = logits.argmax(dim=-1).view(len(reqs), width).tolist()
+        flat = self.numerics.greedy(logits, ("verify", len(reqs), width), positions, ids)
+        choices = [flat[r * width : (r + 1) * width] for r in range(len(reqs))]
         new_tokens = 0
         for r, (req, tree) in enumerate(zip(reqs, trees, strict=True)):
             accepted, bonus = ddtree.accept_walk(tree, choices[r])
+            if r == 1 and self.numerics.verify_fault == "second-request":
+                bonus_row = accepted[-1] if accepted else 0
+                wrong = self.numerics.faulty_bonus(logits[r * width + bonus_row])
+                bonus = bonus if wrong is None else wrong
             req_locs = locs[r * width : (r + 1) * width]
             keep_rows = [0, *accepted]
             kept = req_locs[keep_rows]

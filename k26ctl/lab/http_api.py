@@ -1,8 +1,9 @@
 """HTTP surface of the lab server with SGLang's paths and JSON shapes (stdlib http.server).
 
 /health and /health_generate (503 until ready, then a 1-token generation), /v1/models,
-/v1/completions and /v1/chat/completions (also as SSE streams), native /generate, /server_info
-(/get_server_info), /metrics (with --enable-metrics), /flush_cache.
+/v1/completions and /v1/chat/completions (also as SSE streams), native /generate (text or input_ids,
+output_ids, return_prompt_token_ids), /v1/tokenize (/tokenize), /server_info (/get_server_info),
+/metrics (with --enable-metrics), /flush_cache (400 while requests run or wait, as in SGLang).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import queue
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -220,6 +222,10 @@ class Handler(BaseHTTPRequestHandler):
                 "/v1/completions": self.completions,
                 "/v1/chat/completions": self.chat_completions,
                 "/flush_cache": self.flush_cache,
+                "/v1/tokenize": self.tokenize,
+                "/tokenize": self.tokenize,
+                "/v1/detokenize": self.detokenize,
+                "/detokenize": self.detokenize,
             }
         )
 
@@ -283,11 +289,13 @@ class Handler(BaseHTTPRequestHandler):
     def server_info(self) -> None:
         st = self.state
         totals = st.scheduler.snapshot() if st.scheduler else None
-        internal = {
-            "avg_spec_accept_length": totals.avg_accept_length if totals else 0.0,
+        internal: dict[str, Any] = {
             "last_gen_throughput": totals.last_gen_throughput if totals else 0.0,
             "num_running_reqs": totals.running if totals else 0,
         }
+        lifetime = totals.lifetime_accept_length if totals else None
+        if st.args.speculative_algorithm and lifetime is not None:
+            internal["avg_spec_accept_length"] = lifetime
         self._json(
             200, {**st.args.to_json(), "version": VERSION, "internal_states": [internal], "lab": st.lab_info}
         )
@@ -344,9 +352,64 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     def flush_cache(self) -> None:
+        """SGLang's rule: flush only when no request is running or waiting, else 400; `?timeout=S`
+        keeps trying for S seconds."""
         if self.command == "POST":
             self._body()
-        self._send(200, b"Cache flushed.\n", "text/plain; charset=utf-8")
+        st = self.state
+        if st.scheduler is None or not st.ready.is_set():
+            raise ApiError(503, "the server is not ready", "ServiceUnavailableError")
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        try:
+            timeout = max(0.0, float((query.get("timeout") or ["0"])[0]))
+        except ValueError:
+            raise ApiError(400, "timeout must be a number") from None
+        deadline = time.monotonic() + timeout
+        while True:
+            if st.scheduler.flush_cache():
+                self._send(
+                    200,
+                    b"Cache flushed.\nPlease check backend logs for more details. (When there are running "
+                    b"or waiting requests, the operation will not be performed.)\n",
+                    "text/plain; charset=utf-8",
+                )
+                return
+            if time.monotonic() >= deadline:
+                self._send(400, b"Flush cache failed.\n", "text/plain; charset=utf-8")
+                return
+            time.sleep(0.05)
+
+    def tokenize(self) -> None:
+        """POST /v1/tokenize: `messages` (the chat template applied) or `prompt` (text or list of texts)."""
+        st = self.state
+        body = self._body()
+        messages, prompt = body.get("messages"), body.get("prompt")
+        if (messages is None) == (prompt is None):
+            raise ApiError(400, "Exactly one of 'prompt' or 'messages' must be provided.")
+        max_len = st.args.context_length
+        if messages is not None:
+            if not isinstance(messages, list) or not messages:
+                raise ApiError(400, "messages must be a non-empty list")
+            kwargs = body.get("chat_template_kwargs") or {}
+            thinking = bool(kwargs.get("thinking", kwargs.get("enable_thinking", True)))
+            tokens = st.tokenizer.encode(render_chat(messages, thinking=thinking))
+            self._json(200, {"tokens": tokens, "count": len(tokens), "max_model_len": max_len})
+        elif isinstance(prompt, str):
+            tokens = st.tokenizer.encode(prompt)
+            self._json(200, {"tokens": tokens, "count": len(tokens), "max_model_len": max_len})
+        elif isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+            lists = [st.tokenizer.encode(p) for p in prompt]
+            self._json(200, {"tokens": lists, "count": [len(t) for t in lists], "max_model_len": max_len})
+        else:
+            raise ApiError(400, f"Invalid prompt type: {type(prompt).__name__}. Expected str or List[str].")
+
+    def detokenize(self) -> None:
+        body = self._body()
+        tokens = body.get("tokens")
+        vocab = self.state.tokenizer.vocab_size
+        if not isinstance(tokens, list) or not all(isinstance(t, int) and 0 <= t < vocab for t in tokens):
+            raise ApiError(400, "Invalid input: 'tokens' must be a list of integers.")
+        self._json(200, {"text": self.state.output_text(tokens)})
 
     # ---- generation -------------------------------------------------------------------------------
 
@@ -395,9 +458,14 @@ class Handler(BaseHTTPRequestHandler):
                 if kind == "error":
                     raise ApiError(400, str(payload))
             ids = gen.req.output_ids if gen.req else []
-            results.append(
-                {"text": st.output_text(ids), "output_ids": list(ids), "meta_info": st.meta_info(gen, True)}
-            )
+            result = {
+                "text": st.output_text(ids),
+                "output_ids": list(ids),
+                "meta_info": st.meta_info(gen, True),
+            }
+            if body.get("return_prompt_token_ids"):
+                result["prompt_token_ids"] = list(gen.input_ids)
+            results.append(result)
         self._json(200, results[0] if single else results)
 
     def _openai_params(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -46,10 +46,24 @@ class Totals:
     last_gen_throughput: float = 0.0
     running: int = 0
     queued: int = 0
+    # SGLang's lifetime speculative totals: rolled up only when a decode-log line is written, reset by
+    # a cache flush; no average until a roll-up counted a verify pass (the key is then absent)
+    spec_accept_tokens: int = 0
+    spec_forward_ct: int = 0
 
     @property
     def avg_accept_length(self) -> float:
         return self.verify_tokens / self.verify_calls if self.verify_calls else 0.0
+
+    @property
+    def lifetime_accept_length(self) -> float | None:
+        return self.spec_accept_tokens / self.spec_forward_ct if self.spec_forward_ct else None
+
+
+@dataclass
+class FlushRequest:
+    done: threading.Event = field(default_factory=threading.Event)
+    flushed: bool = False
 
 
 class Scheduler(threading.Thread):
@@ -68,6 +82,7 @@ class Scheduler(threading.Thread):
         self.decode_log_interval = max(1, decode_log_interval)
         self.log = log
         self.inbox: queue.Queue[GenRequest] = queue.Queue()
+        self.flushes: queue.Queue[FlushRequest] = queue.Queue()
         self.waiting: list[GenRequest] = []
         self.running: list[GenRequest] = []
         self.totals = Totals()
@@ -89,6 +104,14 @@ class Scheduler(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
+
+    def flush_cache(self, wait: float = 5.0) -> bool:
+        """Flush the prefix cache if no request is running or waiting (SGLang's rule); False otherwise."""
+        request = FlushRequest()
+        self.flushes.put(request)
+        if not request.done.wait(wait):
+            return False
+        return request.flushed
 
     def arm_crash(self) -> None:
         self.crash_armed = self._crash_on_first_request
@@ -117,7 +140,31 @@ class Scheduler(threading.Thread):
             except queue.Empty:
                 break
 
+    def _serve_flushes(self) -> None:
+        while True:
+            try:
+                request = self.flushes.get_nowait()
+            except queue.Empty:
+                return
+            idle = not self.running and not self.waiting and self.inbox.empty()
+            if idle:
+                self.engine.flush_cache()
+                with self.lock:
+                    self.totals.spec_accept_tokens = 0
+                    self.totals.spec_forward_ct = 0
+                self._interval_verify_calls = 0
+                self._interval_verify_tokens = 0
+                self.log("Cache flushed successfully!")
+            else:
+                self.log(
+                    "Cache not flushed because there are pending requests. "
+                    f"#queue-req: {len(self.waiting) + self.inbox.qsize()}, #running-req: {len(self.running)}"
+                )
+            request.flushed = idle
+            request.done.set()
+
     def _iterate(self) -> None:
+        self._serve_flushes()
         self._collect()
         if self.waiting and self.crash_armed:
             self._run_batch_with_fault()
@@ -227,6 +274,8 @@ class Scheduler(threading.Thread):
         self.log(", ".join(parts))
         with self.lock:
             self.totals.last_gen_throughput = throughput
+            self.totals.spec_accept_tokens += self._interval_verify_tokens
+            self.totals.spec_forward_ct += self._interval_verify_calls
         self._interval_start = now
         self._interval_tokens = 0
         self._interval_verify_calls = 0

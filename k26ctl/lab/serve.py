@@ -1,6 +1,8 @@
 """`python -m k26ctl.lab.serve`: the CPU stand-in for `python -m sglang.launch_server`.
 
 Environment switches (lab only): K26LAB_UNVISITED=nan|stale, K26LAB_BUG_SCOPE=all|mask-only,
+K26LAB_NEAR_TIE_RATE=R (near-tie argmax flips that depend on the batch shape; K26LAB_NEAR_TIE_GAP,
+K26LAB_NEAR_TIE_SEED), K26LAB_VERIFY_FAULT=none|second-request (K26LAB_FAULT_GAP; see lab/numerics.py),
 K26LAB_LOAD_SECONDS=N (stretch loading to N seconds), K26LAB_FAULT=exit-during-load|scheduler-crash|
 hang|malformed, K26LAB_HEALTH_TIMEOUT (seconds, default 20). SGLANG_DDTREE_MAX_TOPK caps the DDTree
 width per depth.
@@ -8,6 +10,7 @@ width per depth.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -52,6 +55,7 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
 
     from k26ctl.lab.drafter import NGramDrafter
     from k26ctl.lab.engine import Engine, SpecSettings
+    from k26ctl.lab.numerics import Numerics
     from k26ctl.lab.tree_loader import import_tree
     from k26ctl.lab.weights import load_model
 
@@ -60,6 +64,9 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
     tree.lab_memory.configure(
         unvisited=os.environ.get("K26LAB_UNVISITED", "nan"), scope=os.environ.get("K26LAB_BUG_SCOPE", "all")
     )
+    numerics = Numerics.from_env()
+    if args.enable_deterministic_inference:
+        numerics = dataclasses.replace(numerics, near_tie_rate=0.0)
     load_seconds = float(os.environ.get("K26LAB_LOAD_SECONDS", "0") or 0)
     started = time.monotonic()
     log("Load weight begin. avail mem=n/a (CPU)", tp0=True)
@@ -105,6 +112,7 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
         server_args=args,
         max_running_requests=args.max_running_requests,
         context_length=args.context_length,
+        numerics=numerics,
     )
     pool = engine.token_to_kv_pool
     k_size_gb = pool.size * model.config.hidden_size * 4 * model.config.num_hidden_layers / 2**30
@@ -122,6 +130,8 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
         "unvisited": tree.lab_memory.unvisited_mode(),
         "bug_scope": tree.lab_memory.bug_scope(),
         "max_topk": spec.max_topk,
+        "near_tie_rate": numerics.near_tie_rate,
+        "verify_fault": numerics.verify_fault,
     }
     log(f"Attention backend: TritonAttnBackend from {tree.backend_file}", tp0=True)
     if args.speculative_algorithm == "DDTREE":

@@ -46,6 +46,7 @@ class LabServerArgs:
     watchdog_timeout: float
     log_level: str
     skip_server_warmup: bool
+    enable_deterministic_inference: bool = False
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -87,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watchdog-timeout", type=float, default=300)
     p.add_argument("--log-level", default="info")
     p.add_argument("--skip-server-warmup", action="store_true")
+    # batch-invariant numerics: the lab's near-tie switch (K26LAB_NEAR_TIE_RATE) has no effect
+    p.add_argument("--enable-deterministic-inference", action="store_true")
     # accepted for compatibility with units rendered for a GPU host; no effect on the CPU
     p.add_argument("--cuda-graph-backend-decode", default=None)
     p.add_argument("--cuda-graph-backend-prefill", default=None)
@@ -175,4 +178,5 @@ def parse_args(argv: list[str] | None = None) -> LabServerArgs:
         watchdog_timeout=ns.watchdog_timeout,
         log_level=ns.log_level,
         skip_server_warmup=ns.skip_server_warmup,
+        enable_deterministic_inference=ns.enable_deterministic_inference,
     )

@@ -2,7 +2,9 @@
 
 /v1/chat/completions for answers (with `reasoning_content` when a reasoning parser is on), native
 /generate for per-request speculative statistics (`meta_info.spec_accept_length`, `spec_verify_ct`),
-/server_info for the server identity and `avg_spec_accept_length`, /v1/models for the model name.
+/server_info for the server identity and `avg_spec_accept_length`, /v1/models for the model name;
+for the self-consistency probes, token ids: /v1/tokenize (chat messages through the chat template),
+/generate with `input_ids` (`output_ids`, `prompt_token_ids`), /v1/detokenize, and /flush_cache.
 Transport failures become `UnreachableError`; HTTP errors and malformed bodies become
 `ResponseError`, which the runner records as a failed request.
 """
@@ -39,6 +41,21 @@ class Completion:
         return self.completion_tokens / self.elapsed
 
 
+@dataclass(frozen=True)
+class TokenCompletion:
+    """A /generate answer with its token ids: the prompt as the server tokenized it and the output."""
+
+    completion: Completion
+    prompt_ids: list[int]
+    output_ids: list[int]
+
+
+def _int_list(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
+        raise ResponseError(f"unexpected {what}: not a list of token ids")
+    return list(value)
+
+
 _TRANSPORT_ERRORS = (httpx.TransportError,)
 
 
@@ -72,6 +89,16 @@ class SGLangClient:
     # ---- plumbing --------------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        response = self._send(method, path, body)
+        if response.status_code >= 400:
+            raise ResponseError(f"HTTP {response.status_code} from {path}: {response.text[:200].strip()}")
+        try:
+            return response.json()
+        except ValueError:
+            raise ResponseError(f"malformed JSON from {path}: {response.text[:120]!r}") from None
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        """One request; transport failures and a refused API key raise, any other status is returned."""
         try:
             response = self._http.request(method, path, json=body)
         except httpx.TimeoutException as exc:
@@ -89,12 +116,7 @@ class SGLangClient:
                 f"{self.base_url}{path}: the server refused the API key (HTTP {response.status_code})",
                 "set the API key variable named by sglang.api_key_env (or --api-key-env)",
             )
-        if response.status_code >= 400:
-            raise ResponseError(f"HTTP {response.status_code} from {path}: {response.text[:200].strip()}")
-        try:
-            return response.json()
-        except ValueError:
-            raise ResponseError(f"malformed JSON from {path}: {response.text[:120]!r}") from None
+        return response
 
     # ---- endpoints -------------------------------------------------------------------------------
 
@@ -176,28 +198,120 @@ class SGLangClient:
         elapsed = time.monotonic() - started
         if isinstance(data, list):
             data = data[0] if data else {}
-        try:
-            out = data["text"]
-            meta = data.get("meta_info") or {}
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ResponseError(f"unexpected /generate body: {exc!r}") from None
-        if not isinstance(out, str):
-            raise ResponseError("unexpected /generate body: text is not a string")
-        finish = meta.get("finish_reason")
-        if isinstance(finish, dict):
-            finish = finish.get("type")
-        accept = meta.get("spec_accept_length")
-        verify = meta.get("spec_verify_ct")
-        tokens = meta.get("completion_tokens")
-        return Completion(
-            out,
-            "",
-            finish,
-            int(tokens) if tokens is not None else None,
-            elapsed,
-            float(accept) if accept is not None else None,
-            int(verify) if verify is not None else None,
+        if not isinstance(data, dict):
+            raise ResponseError("unexpected /generate body: not an object")
+        return _completion_from_generate(data, elapsed)
+
+    # ---- token ids (self-consistency probes) -------------------------------------------------------
+
+    def tokenize_chat(
+        self, messages: list[dict[str, str]], chat_template_kwargs: dict[str, Any] | None
+    ) -> list[int]:
+        """The prompt ids the chat endpoint would use for `messages` (chat template applied)."""
+        body: dict[str, Any] = {"messages": messages}
+        if chat_template_kwargs:
+            body["chat_template_kwargs"] = chat_template_kwargs
+        data = self._request("POST", "/v1/tokenize", body)
+        if not isinstance(data, dict):
+            raise ResponseError("unexpected /v1/tokenize body: not an object")
+        return _int_list(data.get("tokens"), "/v1/tokenize tokens")
+
+    def detokenize(self, ids: list[int]) -> str:
+        data = self._request("POST", "/v1/detokenize", {"tokens": ids})
+        text = data.get("text") if isinstance(data, dict) else None
+        if not isinstance(text, str):
+            raise ResponseError("unexpected /v1/detokenize body: no text")
+        return text
+
+    def generate_tokens(
+        self,
+        *,
+        input_ids: list[int] | None = None,
+        text: str | None = None,
+        temperature: float,
+        max_new_tokens: int,
+    ) -> TokenCompletion:
+        """/generate from token ids (or text), asking for the prompt ids back (greedy at temperature 0)."""
+        body: dict[str, Any] = {
+            "sampling_params": {"temperature": temperature, "max_new_tokens": max_new_tokens},
+            "return_prompt_token_ids": True,
+        }
+        if input_ids is not None:
+            body["input_ids"] = input_ids
+        else:
+            body["text"] = text or ""
+        started = time.monotonic()
+        data = self._request("POST", "/generate", body)
+        elapsed = time.monotonic() - started
+        if isinstance(data, list):
+            data = data[0] if data else {}
+        if not isinstance(data, dict):
+            raise ResponseError("unexpected /generate body: not an object")
+        output_ids = _int_list(data.get("output_ids"), "/generate output_ids")
+        prompt_ids = data.get("prompt_token_ids")
+        if prompt_ids is None and input_ids is not None:
+            prompt_ids = input_ids
+        return TokenCompletion(
+            _completion_from_generate(data, elapsed),
+            _int_list(prompt_ids, "/generate prompt_token_ids"),
+            output_ids,
         )
+
+    def next_tokens(self, prefixes: list[list[int]]) -> list[int]:
+        """One greedy token after each of `prefixes`, sent as one batched /generate request."""
+        if not prefixes:
+            return []
+        body = {"input_ids": prefixes, "sampling_params": {"temperature": 0, "max_new_tokens": 1}}
+        data = self._request("POST", "/generate", body)
+        items = data if isinstance(data, list) else [data]
+        if len(items) != len(prefixes):
+            raise ResponseError(f"/generate answered {len(items)} results for {len(prefixes)} inputs")
+        out = []
+        for item in items:
+            ids = _int_list(
+                item.get("output_ids") if isinstance(item, dict) else None, "/generate output_ids"
+            )
+            if not ids:
+                raise ResponseError("/generate returned no token for a probe")
+            out.append(ids[0])
+        return out
+
+    def flush_cache(self, timeout: float = 0.0) -> tuple[bool, str]:
+        """Ask the server to drop its prefix cache. (False, its message) when it refuses (HTTP 400: requests
+        are running or waiting)."""
+        path = f"/flush_cache?timeout={timeout:g}" if timeout > 0 else "/flush_cache"
+        response = self._send("POST", path)
+        message = response.text.strip()[:200]
+        if response.status_code == 200:
+            return True, message
+        if response.status_code == 400:
+            return False, message or "HTTP 400"
+        raise ResponseError(f"HTTP {response.status_code} from /flush_cache: {message}")
+
+
+def _completion_from_generate(data: dict[str, Any], elapsed: float) -> Completion:
+    try:
+        out = data["text"]
+        meta = data.get("meta_info") or {}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ResponseError(f"unexpected /generate body: {exc!r}") from None
+    if not isinstance(out, str) or not isinstance(meta, dict):
+        raise ResponseError("unexpected /generate body: text is not a string")
+    finish = meta.get("finish_reason")
+    if isinstance(finish, dict):
+        finish = finish.get("type")
+    accept = meta.get("spec_accept_length")
+    verify = meta.get("spec_verify_ct")
+    tokens = meta.get("completion_tokens")
+    return Completion(
+        out,
+        "",
+        finish,
+        int(tokens) if tokens is not None else None,
+        elapsed,
+        float(accept) if accept is not None else None,
+        int(verify) if verify is not None else None,
+    )
 
 
 def avg_accept_length(server_info: dict[str, Any] | None) -> float | None:

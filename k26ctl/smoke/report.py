@@ -8,6 +8,7 @@ from typing import Any
 
 from k26ctl.smoke.baseline import BaselineComparison
 from k26ctl.smoke.detectors import Finding
+from k26ctl.smoke.probes import ProbeReport
 
 
 @dataclass
@@ -28,6 +29,9 @@ class RequestResult:
     verify_ct: int | None = None
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
+    # token ids, when the answer came from /generate with ids (temperature 0 with probes on)
+    prompt_ids: list[int] | None = field(default=None, repr=False)
+    output_ids: list[int] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -96,6 +100,17 @@ class SmokeReport:
     baseline: BaselineComparison | None = None
     baseline_recorded: str | None = None
     wall_seconds: float = 0.0
+    probes: ProbeReport | None = None
+    deterministic_server: bool = False  # the server runs --enable-deterministic-inference
+    generation_seconds: float = 0.0  # the suite's own requests, without the probes
+
+    @property
+    def measured_accept_length(self) -> float | None:
+        """Tokens per verify pass over the suite's own requests (meta_info completion_tokens /
+        spec_verify_ct), the exact figure for this run."""
+        measured = [r for r in self.results if r.verify_ct and r.completion_tokens]
+        verify = sum(r.verify_ct or 0 for r in measured)
+        return sum(r.completion_tokens or 0 for r in measured) / verify if verify else None
 
     @property
     def failed_results(self) -> list[RequestResult]:
@@ -105,7 +120,10 @@ class SmokeReport:
     def passed(self) -> bool:
         suite_failed = any(f.severity == "fail" for f in self.suite_findings)
         return (
-            not self.failed_results and not suite_failed and (self.baseline is None or self.baseline.passed)
+            not self.failed_results
+            and not suite_failed
+            and (self.baseline is None or self.baseline.passed)
+            and (self.probes is None or self.probes.passed)
         )
 
     @property
@@ -121,11 +139,14 @@ class SmokeReport:
             f"concurrency={self.concurrency}",
             f"wall={self.wall_seconds:.1f}s",
         ]
-        if self.accept_lengths:
-            mean = sum(self.accept_lengths) / len(self.accept_lengths)
-            parts.append(f"accept_len(mean)={mean:.2f}")
-        if self.server_accept_after is not None:
-            parts.append(f"server_avg_accept_len={self.server_accept_after:.2f}")
+        measured = self.measured_accept_length
+        if measured is not None:
+            parts.append(f"accept_len={measured:.2f}")
+        if self.probes is not None:
+            parts.append(
+                f"probes={self.probes.verdict}"
+                + (f"({len(self.probes.mismatches)}/{self.probes.checked})" if self.probes.supported else "")
+            )
         if self.baseline is not None:
             parts.append(f"baseline_exact={self.baseline.exact_match_rate:.0%}")
         failing = sorted(
@@ -146,15 +167,22 @@ class SmokeReport:
             "concurrency": self.concurrency,
             "wall_seconds": round(self.wall_seconds, 3),
             "server": self.server_identity,
+            "accept_length": self.measured_accept_length,
             "server_avg_accept_length": {
                 "before": self.server_accept_before,
                 "after": self.server_accept_after,
+                "note": "context only: SGLang's lifetime average since start or the last cache flush, "
+                "rolled up every --decode-log-interval decode steps (absent before the first); read "
+                "before the probes flushed the cache",
             },
+            "deterministic_server": self.deterministic_server,
+            "generation_seconds": round(self.generation_seconds, 3),
             "min_accept_length": self.min_accept_length,
             "suite_findings": [f.to_json() for f in self.suite_findings],
             "baseline": self.baseline.to_json() if self.baseline else None,
             "baseline_recorded": self.baseline_recorded,
             "results": [r.to_json() for r in self.results],
+            "probes": self.probes.to_json() if self.probes else None,
         }
 
     def to_junit(self) -> str:
@@ -261,5 +289,17 @@ def render_table(report: SmokeReport) -> Any:
         if diverged:
             text += f"; first divergence: {', '.join(diverged)}"
         lines.append(Text(text, style="green" if b.passed else "bold red"))
+    if report.probes is not None:
+        p = report.probes
+        style = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(p.verdict, "bold red")
+        lines.append(Text(p.summary(), style=style))
+    if report.server_accept_after is not None:
+        lines.append(
+            Text(
+                f"context: /server_info avg_spec_accept_length {report.server_accept_after:.2f} is a "
+                "lifetime average (since start or the last flush, rolled up every decode-log interval), "
+                "not this run's"
+            )
+        )
     lines.append(Text(report.summary(), style="bold green" if report.passed else "bold red"))
     return Group(*lines)

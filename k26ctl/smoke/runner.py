@@ -3,6 +3,13 @@
 Each prompt runs at every temperature of the suite; temperature-0 requests run twice (determinism).
 Requests are sent from a thread pool so that at least two are in flight at once: one variant of the
 speculative-verify mask bug only corrupts the second request of a batch.
+
+When the server speaks token ids (/v1/tokenize and /generate with `input_ids`/`output_ids`), the
+temperature-0 requests go through /generate with the chat template's ids, and after the suite the
+greedy self-consistency probes (smoke/probes.py) check every such answer against the server's own
+plain prefill. Repeated temperature-0 answers may then diverge after a near tie and still pass, when
+both are self-consistent and not degenerate; exact equality is demanded only of a server running
+--enable-deterministic-inference.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from k26ctl.errors import ConfigError, UnreachableError
 from k26ctl.smoke.baseline import (
@@ -27,6 +34,7 @@ from k26ctl.smoke.baseline import (
 from k26ctl.smoke.checks import run_checks
 from k26ctl.smoke.client import ResponseError, SGLangClient, avg_accept_length, server_identity
 from k26ctl.smoke.detectors import Finding, score_text
+from k26ctl.smoke.probes import DEFAULT_POSITIONS, ProbeAnswer, ProbeReport, run_probes, skipped
 from k26ctl.smoke.report import RequestResult, SmokeReport
 from k26ctl.smoke.suite import PromptSpec, Suite, load_suite
 
@@ -56,6 +64,9 @@ class SmokeOptions:
     # An accept length at or below this is a collapse (drafts are almost all rejected). None: a quarter
     # of the way from 1.0 to the longest possible accept length the server reports (at least 1.25).
     accept_collapse: float | None = None
+    # greedy self-consistency probes after the suite (when the server supports them)
+    probes: bool = True
+    probe_positions: int = DEFAULT_POSITIONS
     on_result: Callable[[RequestResult], None] | None = field(default=None, repr=False)
 
 
@@ -205,10 +216,69 @@ def _accept_findings(
     return []
 
 
-def _send(client: SGLangClient, job: _Job, suite: Suite, model: str) -> RequestResult:
+_THINK_START, _THINK_END = "<think>", "</think>"
+
+
+def split_think(text: str) -> tuple[str, str]:
+    """(reasoning, content) of raw /generate text, in the `<think>...</think>` format of the reasoning
+    parsers the profiles use (kimi_k2, qwen3, deepseek-r1). A template that opens the block in the prompt
+    leaves only the closing tag in the output."""
+    stripped = text.lstrip()
+    if stripped.startswith(_THINK_START):
+        body = stripped[len(_THINK_START) :]
+        end = body.find(_THINK_END)
+        return (body, "") if end == -1 else (body[:end], body[end + len(_THINK_END) :])
+    end = text.find(_THINK_END)
+    if end != -1:
+        return text[:end], text[end + len(_THINK_END) :]
+    return "", text
+
+
+@dataclass(frozen=True)
+class _TokenMode:
+    """How temperature-0 requests are sent when the probes run: by token ids through /generate."""
+
+    reasoning: bool  # the server splits reasoning (a reasoning parser is on): split the raw text too
+
+
+def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _TokenMode) -> RequestResult:
     prompt = job.prompt
     result = RequestResult(prompt.id, prompt.kind, prompt.api, job.temperature, job.attempt)
+    try:
+        if prompt.api == "generate":
+            tc = client.generate_tokens(
+                text=prompt.prompt or "", temperature=0.0, max_new_tokens=prompt.max_tokens
+            )
+        else:
+            ids = client.tokenize_chat(prompt.chat_messages(), kwargs or None)
+            tc = client.generate_tokens(input_ids=ids, temperature=0.0, max_new_tokens=prompt.max_tokens)
+    except ResponseError as exc:
+        result.error = str(exc)
+        return result
+    c = tc.completion
+    reasoning, text = ("", c.text)
+    if prompt.api == "chat" and mode.reasoning:
+        reasoning, text = split_think(c.text)
+    result.text, result.reasoning = text, reasoning
+    result.finish_reason, result.completion_tokens, result.elapsed = (
+        c.finish_reason,
+        c.completion_tokens,
+        c.elapsed,
+    )
+    result.prompt_ids, result.output_ids = tc.prompt_ids, tc.output_ids
+    if c.verify_ct:
+        result.accept_length, result.verify_ct = c.accept_length, c.verify_ct
+    return result
+
+
+def _send(
+    client: SGLangClient, job: _Job, suite: Suite, model: str, mode: _TokenMode | None = None
+) -> RequestResult:
+    prompt = job.prompt
     kwargs = {**suite.chat_template_kwargs, **(prompt.chat_template_kwargs or {})}
+    if mode is not None and job.temperature == 0:
+        return _send_ids(client, job, kwargs, mode)
+    result = RequestResult(prompt.id, prompt.kind, prompt.api, job.temperature, job.attempt)
     try:
         if prompt.api == "generate":
             c = client.generate(
@@ -250,11 +320,12 @@ def _run_jobs(
     options: SmokeOptions,
     concurrency: int,
     collapse: float,
+    mode: _TokenMode | None = None,
 ) -> list[tuple[_Job, RequestResult]]:
     done: list[tuple[_Job, RequestResult]] = []
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="smoke") as pool:
         futures: dict[Future[RequestResult], _Job] = {
-            pool.submit(_send, client, j, suite, model): j for j in jobs
+            pool.submit(_send, client, j, suite, model, mode): j for j in jobs
         }
         pending = set(futures)
         while pending:
@@ -281,30 +352,72 @@ def _run_jobs(
     return done
 
 
-def _determinism_findings(pairs: list[tuple[_Job, RequestResult]]) -> None:
-    """Attach a finding to the second temperature-0 answer when it differs from the first."""
+def _greedy_pairs(
+    pairs: list[tuple[_Job, RequestResult]],
+) -> list[tuple[RequestResult, RequestResult]]:
+    """(first, repeat) of every temperature-0 request that was sent twice and answered both times."""
     first: dict[str, RequestResult] = {}
     second: dict[str, RequestResult] = {}
     for job, result in pairs:
         if job.temperature == 0 and result.error is None:
             (first if job.attempt == 0 else second)[job.prompt.id] = result
-    for prompt_id, again in second.items():
-        original = first.get(prompt_id)
-        if original is None:
-            continue
+    return [(first[pid], again) for pid, again in second.items() if pid in first]
+
+
+def _token_divergence(a: list[int] | None, b: list[int] | None) -> int | None:
+    if a is None or b is None:
+        return None
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def _determinism_findings(
+    pairs: list[tuple[_Job, RequestResult]], strict: bool, probes: ProbeReport | None
+) -> None:
+    """Judge repeated temperature-0 answers that differ (the finding goes on the repeat).
+
+    A server without --enable-deterministic-inference may answer differently after a near tie (batch
+    shape, prefix-cache hits): that passes when both answers are self-consistent by the probes and not
+    degenerate, and fails when either is not. With deterministic inference any difference fails.
+    Without probes the difference cannot be vouched for: a warning says so."""
+    for original, again in _greedy_pairs(pairs):
         a, b = joined(original.text, original.reasoning), joined(again.text, again.reasoning)
         where = first_divergence(a, b)
-        if where is not None:
-            again.findings.append(
-                Finding(
-                    "nondeterministic",
-                    float(where),
-                    0.0,
-                    (where, where + 1),
-                    b[max(0, where - 10) : where + 20],
-                    f"the same temperature-0 request answered differently from character {where}",
-                )
+        if where is None:
+            continue
+        message = f"the same temperature-0 request answered differently from character {where}"
+        severity: Literal["fail", "warn"] = "fail"
+        if not strict:
+            clean = [
+                probes.answer_clean(r.prompt_id, r.attempt) if probes and probes.supported else None
+                for r in (original, again)
+            ]
+            degenerate = not original.passed or not again.passed
+            if degenerate:
+                message += "; one of the answers failed its checks"
+            elif None in clean:
+                severity = "warn"
+                message += " (not verified: the probes did not check both answers)"
+            elif all(clean):
+                severity = "warn"
+                message += "; both continuations are self-consistent (a near tie, not a verify bug)"
+            else:
+                message += "; an answer is not self-consistent by the probes"
+        else:
+            message += " although the server runs --enable-deterministic-inference"
+        again.findings.append(
+            Finding(
+                "nondeterministic",
+                float(where),
+                0.0,
+                (where, where + 1),
+                b[max(0, where - 10) : where + 20],
+                message,
+                severity=severity,
             )
+        )
 
 
 def _load_baseline(value: Baseline | str | Path | None) -> Baseline | None:
@@ -346,16 +459,26 @@ def run_smoke(
             model = names[0]
         info_before = client.server_info()
         collapse = options.accept_collapse or collapse_threshold(info_before)
+        mode, probe_note = _token_mode(client, info_before) if options.probes else (None, None)
         jobs = _plan(suite, determinism)
-        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, collapse)
+        generation_started = time.monotonic()
+        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, collapse, mode)
+        generation_seconds = time.monotonic() - generation_started
         try:
+            # before the probes' flush, which resets the server's running averages
             info_after = client.server_info()
         except UnreachableError as exc:
             raise UnreachableError(
                 f"server stopped answering after the suite's {len(jobs)} answers: {exc.message}",
                 exc.hint,
             ) from None
-    _determinism_findings(pairs)
+        probes: ProbeReport | None = None
+        if mode is not None:
+            probes = _run_probes(client, pairs, concurrency, options.probe_positions)
+        elif options.probes:
+            probes = skipped(probe_note or "not supported", options.probe_positions)
+    strict = _deterministic(info_after or info_before)
+    _determinism_findings(pairs, strict, probes)
     keys = [(p.id, t) for p in suite.prompts for t in suite.temperatures_for(p)]
     order = {key: i for i, key in enumerate(keys)}
     pairs.sort(key=lambda jr: (order[(jr[0].prompt.id, jr[0].temperature)], jr[0].attempt))
@@ -371,9 +494,13 @@ def run_smoke(
         server_accept_before=avg_accept_length(info_before),
         server_accept_after=avg_accept_length(info_after),
         min_accept_length=options.min_accept_length,
+        probes=probes,
+        deterministic_server=strict,
+        generation_seconds=generation_seconds,
     )
-    if is_speculative(info_after or info_before) or report.server_accept_after:
-        report.suite_findings += _server_accept_findings(report, options, collapse)
+    if probes is not None:
+        report.suite_findings += _probe_findings(probes, results)
+    report.suite_findings += _measured_accept_findings(report, options, collapse)
     greedy = {
         job.prompt.id: r for job, r in pairs if job.temperature == 0 and job.attempt == 0 and r.error is None
     }
@@ -385,12 +512,109 @@ def run_smoke(
     return report
 
 
-def _server_accept_findings(report: SmokeReport, options: SmokeOptions, collapse: float) -> list[Finding]:
-    avg = report.server_accept_after
-    if avg is None or avg <= 0:  # 0.0: the server has not verified any draft (or does not speculate)
+def _deterministic(info: dict[str, Any] | None) -> bool:
+    return bool(_server_args(info).get("enable_deterministic_inference"))
+
+
+def _token_mode(client: SGLangClient, info: dict[str, Any] | None) -> tuple[_TokenMode | None, str | None]:
+    """Whether the server speaks token ids (tokenize, then one /generate token from ids), and why not."""
+    try:
+        ids = client.tokenize_chat([{"role": "user", "content": "Hello"}], None)
+        tc = client.generate_tokens(input_ids=ids, temperature=0.0, max_new_tokens=1)
+    except ResponseError as exc:
+        return None, f"the server does not serve token ids (/v1/tokenize, /generate input_ids): {exc}"
+    if not tc.output_ids:
+        return None, "the server's /generate returned no output_ids"
+    return _TokenMode(reasoning=bool(_server_args(info).get("reasoning_parser"))), None
+
+
+def _run_probes(
+    client: SGLangClient, pairs: list[tuple[_Job, RequestResult]], concurrency: int, n_positions: int
+) -> ProbeReport:
+    extra: dict[tuple[str, int], tuple[int, ...]] = {}
+    for original, again in _greedy_pairs(pairs):
+        where = _token_divergence(original.output_ids, again.output_ids)
+        if where is not None:  # check both continuations past the point where they part
+            window = tuple(range(where, where + n_positions))
+            extra[(original.prompt_id, 0)] = extra[(again.prompt_id, again.attempt)] = window
+    answers = [
+        ProbeAnswer(
+            r.prompt_id, r.prompt_ids, r.output_ids, r.attempt, extra.get((r.prompt_id, r.attempt), ())
+        )
+        for job, r in pairs
+        if job.temperature == 0 and r.error is None and r.prompt_ids is not None and r.output_ids
+    ]
+    return run_probes(client, answers, concurrency, n_positions)
+
+
+def _probe_findings(probes: ProbeReport, results: list[RequestResult]) -> list[Finding]:
+    """Per-answer self-consistency failures on the answers themselves; suite-level notes for the rest."""
+    findings: list[Finding] = []
+    if not probes.supported:
+        return [
+            Finding(
+                "probes_skipped", 0.0, 0.0, (0, 0), "", f"probes did not run: {probes.note}", severity="warn"
+            )
+        ]
+    by_name = {(r.prompt_id, r.attempt): r for r in results if r.temperature == 0}
+    for answer in probes.failing_answers():
+        first = answer.mismatches[0]
+        result = by_name.get((answer.prompt_id, answer.attempt))
+        finding = Finding(
+            "self_consistency",
+            float(len(answer.mismatches)),
+            float(probes.rule.max_per_answer),
+            (first.position, first.position + 1),
+            "",
+            f"{len(answer.mismatches)} of {answer.checked} probed tokens are not the server's own greedy "
+            f"choice (first at token {first.position}): a verify bug, not a near tie",
+        )
+        if result is not None:
+            result.findings.append(finding)
+        else:
+            findings.append(finding)
+    count = len(probes.mismatches)
+    if probes.rule.share_fails(count, probes.checked):
+        findings.append(
+            Finding(
+                "self_consistency_share",
+                count / probes.checked,
+                probes.rule.max_share,
+                (0, 0),
+                "",
+                f"{count} of {probes.checked} probed tokens are not the server's own greedy choice",
+            )
+        )
+    if not probes.flushed:
+        findings.append(
+            Finding(
+                "probes_unflushed",
+                0.0,
+                0.0,
+                (0, 0),
+                "",
+                f"{probes.note}; the probes may have reused KV the answers' own verify passes wrote, so "
+                "their pass is weaker evidence",
+                severity="warn",
+            )
+        )
+    return findings
+
+
+def _measured_accept_findings(report: SmokeReport, options: SmokeOptions, collapse: float) -> list[Finding]:
+    """The accept length of this run's own requests (meta_info), judged once for the whole suite."""
+    measured = [r for r in report.results if r.verify_ct and r.completion_tokens]
+    if sum(r.completion_tokens or 0 for r in measured) < _MIN_TOKENS_FOR_ACCEPT:
+        return []
+    value = report.measured_accept_length
+    if value is None:
         return []
     return _accept_findings(
-        avg, collapse, options.min_accept_length, "server_", "/server_info avg_spec_accept_length"
+        value,
+        collapse,
+        options.min_accept_length,
+        "measured_",
+        "accept length of this run's requests (completion_tokens / spec_verify_ct)",
     )
 
 

@@ -113,6 +113,9 @@ class FakeSGLang:
                     info["internal_states"][0]["avg_spec_accept_length"] = self.server_avg_accept
                 h._send(200, json.dumps(info).encode())
                 return
+            if path not in ("/v1/chat/completions", "/generate"):
+                h._send(404, b'{"detail": "Not Found"}')
+                return
             answer = self.responder(path, body)
             if isinstance(answer, Fault):
                 if answer.die:
