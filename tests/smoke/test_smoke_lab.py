@@ -88,8 +88,12 @@ def test_unpatched_ddtree_b16_fails_with_named_findings_and_accept_collapse(tmp_
     accepts = [r["accept_length"] for r in report["results"] if r["accept_length"] is not None]
     assert accepts and max(accepts) < 2.75
     suite_findings = {f["detector"] for f in report["suite_findings"]}
-    assert "server_accept_collapse" in suite_findings
-    assert report["server_avg_accept_length"]["after"] < 2.0
+    assert "measured_accept_collapse" in suite_findings
+    assert report["accept_length"] < 2.0
+    # the probes see the verify bug from the first tokens on
+    assert report["probes"]["flushed"] is True
+    assert report["probes"]["mismatches"] > 10
+    assert report["probes"]["first_mismatch"]["position"] < 8
     assert junit.read_text().count("<failure") >= 1
     assert "smoke FAILED" in done.stderr
 
