@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k26ctl.lab.engine import Engine, Req
+from k26ctl.lab.step_cost import StepPacer
 from k26ctl.lab.tokenizer import ByteTokenizer
 
 _ids = itertools.count()
@@ -74,6 +75,7 @@ class Scheduler(threading.Thread):
         decode_log_interval: int,
         log: Callable[[str], None],
         crash_on_first_request: bool = False,
+        pacer: StepPacer | None = None,
     ) -> None:
         super().__init__(name="scheduler", daemon=True)
         self.engine = engine
@@ -88,6 +90,7 @@ class Scheduler(threading.Thread):
         self.totals = Totals()
         self.lock = threading.Lock()
         self.crash_armed = False
+        self.pacer = pacer  # the modelled GPU step time (None: the CPU's own time)
         self._crash_on_first_request = crash_on_first_request
         self.dead = False
         self._stop_event = threading.Event()
@@ -183,7 +186,11 @@ class Scheduler(threading.Thread):
             admitted.append(gen)
             self.waiting.remove(gen)
         if admitted:
+            began = time.monotonic()
             self.engine.prefill([g.req for g in admitted if g.req is not None])
+            if self.pacer is not None:
+                rows = sum(len(g.input_ids) for g in admitted)
+                self.pacer.hold(began, "prefill", len(admitted), rows)
             with self.lock:
                 self.totals.requests += len(admitted)
                 self.totals.prompt_tokens += sum(len(g.input_ids) for g in admitted)
@@ -192,7 +199,11 @@ class Scheduler(threading.Thread):
             self._emit()
         if self.running:
             reqs = [g.req for g in self.running if g.req is not None]
+            began = time.monotonic()
             stats = self.engine.step(reqs)
+            if self.pacer is not None:
+                width = self.engine.spec.verify_width if stats.mode == "verify" else 1
+                self.pacer.hold(began, stats.mode, stats.batch_size, stats.batch_size * width)
             self._iterations += 1
             with self.lock:
                 self.totals.generation_tokens += stats.new_tokens

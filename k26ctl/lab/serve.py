@@ -5,7 +5,8 @@ K26LAB_NEAR_TIE_RATE=R (near-tie argmax flips that depend on the batch shape; K2
 K26LAB_NEAR_TIE_SEED), K26LAB_VERIFY_FAULT=none|second-request (K26LAB_FAULT_GAP; see lab/numerics.py),
 K26LAB_LOAD_SECONDS=N (stretch loading to N seconds), K26LAB_FAULT=exit-during-load|scheduler-crash|
 hang|malformed, K26LAB_HEALTH_TIMEOUT (seconds, default 20). SGLANG_DDTREE_MAX_TOPK caps the DDTree
-width per depth.
+width per depth. K26LAB_STEP_COST (or --lab-step-cost) paces steps by a modelled GPU step time
+(k26ctl/lab/step_cost.py); K26LAB_DRAFT_ORDER (or --lab-draft-order) weakens the n-gram drafter.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
         drafter = NGramDrafter.load(Path(args.speculative_draft_model_path), model.config.vocab_size)
         if drafter.block_size != spec.block_size:
             drafter.block_size = spec.block_size
+        if args.lab_draft_order is not None:
+            drafter.max_order = args.lab_draft_order
     engine = Engine(
         model,
         tree,
@@ -132,6 +135,8 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
         "max_topk": spec.max_topk,
         "near_tie_rate": numerics.near_tie_rate,
         "verify_fault": numerics.verify_fault,
+        "step_cost": args.lab_step_cost,
+        "draft_order": drafter.max_order if drafter is not None else None,
     }
     log(f"Attention backend: TritonAttnBackend from {tree.backend_file}", tp0=True)
     if args.speculative_algorithm == "DDTREE":
@@ -194,8 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         args.decode_log_interval,
         lambda m: log(m, tp0=True),
         crash_on_first_request=fault == "scheduler-crash",
+        pacer=_pacer(args, engine),
     )
     state.scheduler = scheduler
+    if args.lab_step_cost:
+        log(f"Step time model: {args.lab_step_cost} (ms; k26ctl/lab/step_cost.py)", tp0=True)
     scheduler.start()
     log(f"HTTP server listening on http://{args.host}:{args.port}")
     if not args.skip_server_warmup:
@@ -215,6 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     scheduler.stop()
     httpd.shutdown()
     return 0
+
+
+def _pacer(args, engine):  # type: ignore[no-untyped-def]
+    from k26ctl.lab.step_cost import StepPacer, parse_step_cost
+
+    cost = parse_step_cost(args.lab_step_cost)
+    if cost is None:
+        return None
+    return StepPacer(cost, engine.spec.block_size, engine.spec.algorithm != "NONE")
 
 
 def _drain(gen):  # type: ignore[no-untyped-def]

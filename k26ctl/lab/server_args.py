@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -47,6 +48,8 @@ class LabServerArgs:
     log_level: str
     skip_server_warmup: bool
     enable_deterministic_inference: bool = False
+    lab_step_cost: str | None = None  # k26ctl.lab.step_cost: the modelled GPU step time
+    lab_draft_order: int | None = None  # the n-gram drafter's context order (None: its config's)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -90,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-server-warmup", action="store_true")
     # batch-invariant numerics: the lab's near-tie switch (K26LAB_NEAR_TIE_RATE) has no effect
     p.add_argument("--enable-deterministic-inference", action="store_true")
+    # lab-only: step-time model and drafter strength (environment defaults, so profiles need no flag)
+    p.add_argument("--lab-step-cost", default=os.environ.get("K26LAB_STEP_COST") or None)
+    p.add_argument("--lab-draft-order", type=int, default=_env_int("K26LAB_DRAFT_ORDER"))
     # accepted for compatibility with units rendered for a GPU host; no effect on the CPU
     p.add_argument("--cuda-graph-backend-decode", default=None)
     p.add_argument("--cuda-graph-backend-prefill", default=None)
@@ -100,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunked-prefill-size", type=int, default=None)
     p.add_argument("--kv-cache-dtype", default=None)
     return p
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    return int(raw) if raw and raw.strip().isdigit() else None
 
 
 def _draft_block_size(path: str) -> int | None:
@@ -179,4 +190,19 @@ def parse_args(argv: list[str] | None = None) -> LabServerArgs:
         log_level=ns.log_level,
         skip_server_warmup=ns.skip_server_warmup,
         enable_deterministic_inference=ns.enable_deterministic_inference,
+        lab_step_cost=_checked_step_cost(ns.lab_step_cost),
+        lab_draft_order=_checked_draft_order(ns.lab_draft_order),
     )
+
+
+def _checked_step_cost(text: str | None) -> str | None:
+    from k26ctl.lab.step_cost import parse_step_cost
+
+    cost = parse_step_cost(text)
+    return cost.describe() if cost is not None else None
+
+
+def _checked_draft_order(order: int | None) -> int | None:
+    if order is not None and order < 1:
+        raise ConfigError(f"--lab-draft-order {order}: must be at least 1", "for example 3")
+    return order
