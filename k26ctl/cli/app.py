@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "deploy_cmd",
     "smoke_cmd",
     "bisect_cmd",
+    "sweep_cmd",
     "render_cmd",
     "validate_cmd",
     "status_cmd",

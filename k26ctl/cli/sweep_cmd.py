@@ -1,0 +1,150 @@
+"""`k26ctl sweep`: the fastest configuration that still passes smoke, in few restarts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from k26ctl.cli.common import json_option, set_option, yes_option
+
+HELP = """Find the fastest coherent configuration over profile keys, in few restarts (resumable).
+
+\b
+Forms:
+  k26ctl sweep PROFILE --param KEY=SPEC [--param KEY=SPEC ...] [--concurrency 1,4,8] [--target C]
+  k26ctl sweep --resume            continue after Ctrl-C, a lost connection or a crash
+  k26ctl sweep log                 the points measured so far (table, or --json)
+  k26ctl sweep reset               put back the deployment live before the sweep; end it
+
+\b
+SPEC: A..B (integers), A..B:STEP, V1,V2,... or a YAML flow list [V1, V2] (e.g. patches=[[], [NAME]]).
+Each point is deployed (restart), gated by smoke (an incoherent point is recorded, never measured or
+recommended), then measured with chat-templated prompts over streaming /generate at every
+--concurrency level: output tokens/s, accept length per request (meta_info), p50/p99 TTFT and ITL.
+Speculation off and the plain DFlash chain are measured as controls. The search: coordinate passes
+of a golden-section search per key (throughput unimodal, coherence changing at most once along a
+key), never paying twice for a point. Objective: output tokens/s at --target (default: the lowest
+--concurrency), optionally under --max-ttft-p99 / --max-itl-p99 (ms).
+State: $XDG_STATE_HOME/k26ctl/sweep/SESSION.json and .log.jsonl. Exit: 0 a best point, 1 none."""
+
+SUBCOMMANDS = ("log", "reset")
+
+
+def _levels(text: str) -> list[int]:
+    from k26ctl.errors import UsageError
+
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--concurrency {text!r}: integers separated by commas", "e.g. 1,4,8") from None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sweep", help=HELP)
+    def sweep(
+        target: str | None = typer.Argument(None, metavar="[PROFILE | log | reset]"),
+        params: list[str] = typer.Option(
+            [], "--param", "-p", metavar="KEY=SPEC", help="A key and its values."
+        ),
+        concurrency: str = typer.Option(
+            "1,4", "--concurrency", "-c", metavar="C1,C2,...", help="Load levels."
+        ),
+        objective_at: int | None = typer.Option(
+            None, "--target", metavar="C", help="Concurrency to optimise."
+        ),
+        max_ttft: float | None = typer.Option(None, "--max-ttft-p99", metavar="MS"),
+        max_itl: float | None = typer.Option(None, "--max-itl-p99", metavar="MS"),
+        max_restarts: int = typer.Option(
+            12, "--max-restarts", min=1, help="Restart budget, controls included."
+        ),
+        requests: int = typer.Option(16, "--requests", min=1, help="Requests per level (at least 2 x C)."),
+        max_tokens: int = typer.Option(128, "--max-tokens", min=2, help="Output tokens per request."),
+        template: str | None = typer.Option(None, "--chat-template", help="chatml (lab) or kimi_k2."),
+        no_controls: bool = typer.Option(False, "--no-controls", help="Skip speculation off / DFlash chain."),
+        overrides: list[str] = set_option(),
+        write_profile: Path | None = typer.Option(None, "--write-profile", metavar="FILE"),
+        resume: bool = typer.Option(False, "--resume", help="Continue the session's sweep."),
+        session: str = typer.Option("default", "--session", envvar="K26CTL_SWEEP_SESSION"),
+        keep_deployment: bool = typer.Option(
+            False, "--keep-deployment", help="reset: leave the host as it is."
+        ),
+        yes: bool = yes_option(),
+        as_json: bool = json_option(),
+    ) -> None:
+        from k26ctl.cli.common import print_json
+        from k26ctl.cli.sweep_present import SweepProgress, render_table
+        from k26ctl.errors import UsageError
+        from k26ctl.sweep import api
+        from k26ctl.sweep.result import write_winner
+        from k26ctl.sweep.space import parse_param
+
+        progress = SweepProgress()
+        ctx = api.Context(
+            session=session,
+            yes=yes,
+            confirm=_confirm if sys.stdin.isatty() and sys.stderr.isatty() else None,
+            reporter=progress,
+            note=progress.note,
+            on_deploy_event=progress.deploy_event,
+        )
+        if target in SUBCOMMANDS or resume:
+            if params:
+                raise UsageError("--param belongs to a new sweep", "the session remembers its parameters")
+            if target == "reset":
+                outcome = api.reset(ctx, restore=not keep_deployment)
+                print_json(outcome.to_json()) if as_json else print(outcome.message)
+                return
+            if target == "log":
+                spec, result = api.current_result(ctx)
+            else:
+                if target is not None:
+                    raise UsageError("--resume takes no PROFILE", "the session remembers its profile")
+                spec = api.SweepSession(session).spec()
+                result = _interruptible(lambda: api.resume(ctx), session)
+        else:
+            if target is None or not params:
+                raise UsageError(
+                    "give PROFILE and at least one --param KEY=SPEC",
+                    "e.g. k26ctl sweep profiles/ddtree-b16-patched.yaml --param spec.ddtree.budget=4..24",
+                )
+            spec = api.build_spec(
+                target,
+                [parse_param(p) for p in params],
+                concurrency=_levels(concurrency),
+                target=objective_at,
+                max_ttft_p99_ms=max_ttft,
+                max_itl_p99_ms=max_itl,
+                sets=overrides,
+                max_restarts=max_restarts,
+                requests_per_level=requests,
+                max_new_tokens=max_tokens,
+                template=template,
+                controls=not no_controls,
+            )
+            result = _interruptible(lambda: api.start(spec, ctx), session)
+        if write_profile is not None and result.best is not None:
+            write_winner(write_profile, spec.profile, spec.sets, result.best.assignment, f"sweep-{session}")
+        if as_json:
+            print_json(result.to_json())
+        else:
+            render_table(result)
+        if result.best is None:
+            raise typer.Exit(1)
+
+
+def _confirm(question: str) -> bool:
+    return bool(typer.confirm(question, default=False, err=True))
+
+
+def _interruptible(call, session: str):  # type: ignore[no-untyped-def]
+    flag = "" if session == "default" else f" --session {session}"
+    try:
+        return call()
+    except KeyboardInterrupt:
+        print(
+            f"sweep: interrupted; measured points are saved. Continue: k26ctl sweep --resume{flag}",
+            file=sys.stderr,
+        )
+        raise

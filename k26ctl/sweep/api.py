@@ -1,0 +1,301 @@
+"""The operations behind `k26ctl sweep`: start, resume, log, reset. The CLI only parses and presents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from k26ctl.bisect.plan import Assignment, describe
+from k26ctl.bisect.setdiff import flatten, with_assignment
+from k26ctl.bisect.steps import Deployer
+from k26ctl.errors import ConfigError, K26Error, UsageError
+from k26ctl.profile import LoadedProfile, SpecAlgorithm, load_profile
+from k26ctl.sweep.load import LoadSpec
+from k26ctl.sweep.prompts import TEMPLATES, load_prompts, render
+from k26ctl.sweep.result import SweepResult
+from k26ctl.sweep.runner import Measure, PointRunner, http_measure
+from k26ctl.sweep.search import Control, Finished, NextPoint, SweepPlanner
+from k26ctl.sweep.space import Param, check_params, grid, point_id
+from k26ctl.sweep.state import DEFAULT_SESSION, Objective, PointRecord, SweepSession, SweepSpec, by_id
+
+Confirm = Callable[[str], bool]
+
+
+class Reporter(Protocol):
+    def started(self, number: int, point: NextPoint, restarts: int, max_restarts: int) -> None: ...
+
+    def finished(self, record: PointRecord, objective: Objective) -> None: ...
+
+
+class SilentReporter:
+    def started(self, number: int, point: NextPoint, restarts: int, max_restarts: int) -> None:
+        pass
+
+    def finished(self, record: PointRecord, objective: Objective) -> None:
+        pass
+
+
+@dataclass
+class Context:
+    session: str = DEFAULT_SESSION
+    yes: bool = False
+    confirm: Confirm | None = None
+    reporter: Reporter | None = None
+    note: Callable[[str], None] = field(default=lambda message: None)
+    on_deploy_event: Callable[[Any], None] | None = None
+    state_directory: Path | None = None
+    deployer: Deployer | None = None  # None: deploy through k26ctl.deploy
+    measure: Measure | None = None  # None: the HTTP load measurement
+
+
+def build_spec(
+    profile: str,
+    params: Sequence[Param],
+    *,
+    concurrency: Sequence[int],
+    target: int | None = None,
+    max_ttft_p99_ms: float | None = None,
+    max_itl_p99_ms: float | None = None,
+    sets: Sequence[str] = (),
+    max_restarts: int = 12,
+    rounds: int = 2,
+    requests_per_level: int = 16,
+    max_new_tokens: int = 128,
+    template: str | None = None,
+    controls: bool = True,
+) -> SweepSpec:
+    check_params(params)
+    levels = sorted(set(concurrency))
+    if not levels or min(levels) < 1:
+        raise UsageError("--concurrency needs levels of at least 1", "e.g. --concurrency 1,4,8")
+    target = target if target is not None else levels[0]
+    if target not in levels:
+        levels = sorted({*levels, target})
+    if max_restarts < 1:
+        raise UsageError("--max-restarts must be at least 1")
+    if requests_per_level < 1 or max_new_tokens < 2:
+        raise UsageError("--requests must be >= 1 and --max-tokens >= 2")
+    loaded = load_profile(profile, sets)
+    if template is None:
+        template = "chatml" if loaded.profile.host.lab else "kimi_k2"
+    if template not in TEMPLATES:
+        raise UsageError(f"unknown chat template {template!r}", f"use one of {', '.join(TEMPLATES)}")
+    return SweepSpec(
+        profile=str(Path(profile).expanduser().resolve()) if Path(profile).exists() else profile,
+        params=[p.to_json() for p in params],
+        concurrency=levels,
+        objective={
+            "concurrency": target,
+            "max_ttft_p99_ms": max_ttft_p99_ms,
+            "max_itl_p99_ms": max_itl_p99_ms,
+        },
+        sets=list(sets),
+        max_restarts=max_restarts,
+        rounds=rounds,
+        requests_per_level=requests_per_level,
+        max_new_tokens=max_new_tokens,
+        template=template,
+        controls=controls,
+    )
+
+
+def controls_for(loaded: LoadedProfile) -> list[Control]:
+    """Speculation off and the plain DFlash chain, as far as they differ from the profile itself."""
+    algorithm = loaded.profile.spec.algorithm
+    found = []
+    if algorithm != SpecAlgorithm.NONE:
+        found.append(Control("speculation off", {"spec.algorithm": "NONE"}))
+    if algorithm == SpecAlgorithm.DDTREE:
+        found.append(Control("DFlash chain", {"spec.algorithm": "DFLASH"}))
+    return found
+
+
+def start_point(loaded: LoadedProfile, params: Sequence[Param]) -> Assignment:
+    flat = flatten(loaded.profile.model_dump(mode="json"))
+    return {p.key: flat.get(p.key) for p in params}
+
+
+@dataclass
+class Prepared:
+    base: LoadedProfile
+    planner: SweepPlanner
+    objective: Objective
+    load: LoadSpec
+
+
+def prepare(spec: SweepSpec) -> Prepared:
+    """Load the profile, check every value of every parameter locally, build the planner."""
+    base = load_profile(spec.profile, spec.sets)
+    params = spec.param_list()
+    start = start_point(base, params)
+    from k26ctl.validate import ensure_valid
+
+    for param in params:
+        for value in param.values:
+            try:
+                with_assignment(base, {**start, param.key: value})
+            except ConfigError as exc:
+                raise ConfigError(f"--param {param.key}={value!r}: {exc.message}", exc.hint) from None
+    controls = controls_for(base) if spec.controls else []
+    for point in [start, *(c.assignment for c in controls)]:
+        ensure_valid(with_assignment(base, point).profile)
+    planner = SweepPlanner(params, start, controls, rounds=spec.rounds)
+    prompts = [render(messages, spec.template) for messages in load_prompts()]
+    load = LoadSpec(prompts, list(spec.concurrency), spec.requests_per_level, spec.max_new_tokens)
+    return Prepared(base, planner, spec.objective_obj(), load)
+
+
+def _label(point: NextPoint, planner: SweepPlanner) -> str:
+    if point.role == "control":
+        return point.why.removeprefix("control: ")
+    if point.role == "default":
+        return "default"
+    return describe(point.assignment)
+
+
+def run_sweep(
+    session: SweepSession, spec: SweepSpec, prepared: Prepared, runner: PointRunner, reporter: Reporter | None
+) -> SweepResult:
+    reporter = reporter or SilentReporter()
+    points = session.points()
+    known = by_id(points)
+    objective = prepared.objective
+
+    def lookup(assignment: Assignment) -> Any:
+        found = known.get(point_id(assignment))
+        return found.evaluation(objective) if found is not None else None
+
+    while True:
+        restarts = sum(1 for p in points if p.restarted)
+        plan = prepared.planner.plan(lookup, can_pay=restarts < spec.max_restarts)
+        if isinstance(plan, Finished):
+            best = known.get(point_id(plan.best)) if plan.best is not None else None
+            return SweepResult(session.name, plan.status, objective, points, best, spec.max_restarts)
+        number = max((p.number for p in points), default=0) + 1
+        session.record_start(number, plan.assignment, plan.role)
+        reporter.started(number, plan, restarts, spec.max_restarts)
+        record = runner.run(number, plan.assignment, plan.role, _label(plan, prepared.planner))
+        session.record_point(record)
+        points.append(record)
+        known[point_id(record.assignment)] = record
+        reporter.finished(record, objective)
+
+
+def _runner(prepared: Prepared, ctx: Context) -> PointRunner:
+    deployer = ctx.deployer
+    if deployer is None:
+        from k26ctl.bisect.steps import HostDeployer
+
+        deployer = HostDeployer(smoke_in_deploy=True, on_event=ctx.on_deploy_event)
+    return PointRunner(prepared.base, deployer, ctx.measure or http_measure(prepared.load))
+
+
+def _confirm(ctx: Context, question: str) -> None:
+    if ctx.yes:
+        return
+    if ctx.confirm is None:
+        raise UsageError(
+            "a sweep restarts the service once per point and there is no terminal to confirm it: "
+            "nothing was changed",
+            "pass --yes (or set K26CTL_YES=1)",
+        )
+    if not ctx.confirm(question):
+        raise K26Error("sweep cancelled: nothing was changed")
+
+
+def describe_space(spec: SweepSpec) -> str:
+    params = spec.param_list()
+    sizes = " x ".join(f"{p.key} ({len(p.values)})" for p in params)
+    return (
+        f"{sizes} = {len(grid(params))} points; {spec.objective_obj().describe()}; "
+        f"at most {spec.max_restarts} restarts"
+    )
+
+
+def start(spec: SweepSpec, ctx: Context) -> SweepResult:
+    session = SweepSession(ctx.session, ctx.state_directory)
+    _refuse_existing(session)
+    prepared = prepare(spec)
+    ctx.note(describe_space(spec))
+    _confirm(ctx, f"Sweep {describe_space(spec)}, restarting the service for each point?")
+    with session.locked():
+        _refuse_existing(session)
+        if ctx.deployer is None:
+            from k26ctl.bisect.restore import capture_live
+
+            spec.original = capture_live(prepared.base)
+        session.create(spec)
+        return run_sweep(session, spec, prepared, _runner(prepared, ctx), ctx.reporter)
+
+
+def resume(ctx: Context) -> SweepResult:
+    session = SweepSession(ctx.session, ctx.state_directory)
+    spec = session.spec()
+    prepared = prepare(spec)
+    _confirm(ctx, f"Resume the sweep of {describe_space(spec)}?")
+    with session.locked():
+        return run_sweep(session, spec, prepared, _runner(prepared, ctx), ctx.reporter)
+
+
+def _refuse_existing(session: SweepSession) -> None:
+    if session.exists():
+        raise UsageError(
+            f"sweep session {session.name!r} already exists ({session.spec_path})",
+            "continue it with --resume, end it with 'k26ctl sweep reset' (restores the deployment), "
+            "or pick another --session NAME",
+        )
+
+
+def current_result(ctx: Context) -> tuple[SweepSpec, SweepResult]:
+    """The session as it stands (for `sweep log`), without deploying anything."""
+    session = SweepSession(ctx.session, ctx.state_directory)
+    spec = session.spec()
+    prepared = prepare(spec)
+    points = session.points()
+    known = by_id(points)
+
+    def lookup(assignment: Assignment) -> Any:
+        found = known.get(point_id(assignment))
+        return found.evaluation(prepared.objective) if found is not None else None
+
+    restarts = sum(1 for p in points if p.restarted)
+    plan = prepared.planner.plan(lookup, can_pay=restarts < spec.max_restarts)
+    status = plan.status if isinstance(plan, Finished) else "unfinished"
+    best_assignment = prepared.planner.best_known(lookup)
+    best = known.get(point_id(best_assignment)) if best_assignment is not None else None
+    return spec, SweepResult(session.name, status, prepared.objective, points, best, spec.max_restarts)
+
+
+@dataclass
+class ResetResult:
+    session: str
+    restored: bool
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "restored": self.restored, "message": self.message}
+
+
+def reset(ctx: Context, *, restore: bool = True) -> ResetResult:
+    """Put back the deployment that was live before the sweep, then forget the session."""
+    session = SweepSession(ctx.session, ctx.state_directory)
+    spec = session.spec()
+    with session.locked():
+        restored, message = False, "session removed; the host was left as it is"
+        if restore and spec.original is not None:
+            from k26ctl.bisect.restore import restore_live
+
+            _confirm(ctx, "Restore the unit and patches that were live before the sweep, and restart?")
+            outcome = restore_live(
+                load_profile(spec.profile, spec.sets), spec.original, on_event=ctx.on_deploy_event
+            )
+            if not outcome.ready:
+                raise K26Error(
+                    f"reset: {outcome.message}; the session is kept",
+                    "check the service (k26ctl status PROFILE), then run reset again",
+                )
+            restored, message = True, f"restored the deployment from before the sweep: {outcome.message}"
+        session.remove()
+    return ResetResult(session.name, restored, message)

@@ -1,0 +1,191 @@
+"""Which point to pay for next: controls, the default, then coordinate passes of a line search.
+
+A pure function of the results recorded so far (like bisect's strategies): replaying the search
+through the recorded results finds the first point not yet measured, which is the next one to deploy.
+A resumed sweep therefore continues exactly where it stopped, and a point is never paid twice,
+because every look-up goes through the canonical assignment.
+
+Per parameter (the others held at the best point so far) the search is a discrete golden-section
+search over the values in the order given, using two facts about speculative settings:
+- throughput is unimodal along a knob such as the budget (accept length rises with diminishing
+  returns while verify cost grows linearly), so comparing two interior points drops a third or more
+  of the range each time;
+- coherence changes at most once along a knob (the assumption bisect-config makes): an incoherent
+  point with a coherent one on its other side condemns everything beyond it, without measuring it.
+The passes repeat (at most `rounds` times) until a whole round leaves the best point unchanged, or the
+restart budget is spent; the answer is always the best coherent point measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from k26ctl.bisect.plan import Assignment
+from k26ctl.sweep.space import Param, point_id
+
+GOLDEN = (3 - math.sqrt(5)) / 2  # 0.382
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a measured point tells the search."""
+
+    coherent: bool  # came up and passed smoke
+    score: float | None  # objective value (None: incoherent, failed, or no measurement)
+    feasible: bool = True  # within the latency limits
+
+
+Lookup = Callable[[Assignment], "Evaluation | None"]
+
+
+@dataclass(frozen=True)
+class NextPoint:
+    assignment: Assignment
+    role: str  # "control" | "default" | "search"
+    why: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    status: str  # "converged" | "budget" (the restart budget ran out first)
+    best: Assignment | None
+
+
+class _Need(Exception):
+    def __init__(self, point: NextPoint) -> None:
+        super().__init__(point.why)
+        self.point = point
+
+
+@dataclass(frozen=True)
+class Control:
+    label: str
+    assignment: Assignment
+
+
+@dataclass
+class SweepPlanner:
+    params: Sequence[Param]
+    start: Assignment  # the base profile's own values of the params (the default configuration)
+    controls: Sequence[Control] = ()
+    rounds: int = 2
+    _lookup: Lookup | None = field(default=None, repr=False)
+
+    def _value(self, assignment: Assignment, role: str, why: str) -> Evaluation:
+        assert self._lookup is not None
+        found = self._lookup(assignment)
+        if found is None:
+            raise _Need(NextPoint(dict(assignment), role, why))
+        return found
+
+    def plan(self, lookup: Lookup, can_pay: bool = True) -> NextPoint | Finished:
+        """The next point to measure, or the end. `can_pay` False: the restart budget is spent."""
+        self._lookup = lookup
+        try:
+            best = self._run()
+            return Finished("converged", best)
+        except _Need as need:
+            if not can_pay:
+                return Finished("budget", self.best_known(lookup))
+            return need.point
+        finally:
+            self._lookup = None
+
+    # ---- the search ---------------------------------------------------------------------------
+
+    def _run(self) -> Assignment | None:
+        for control in self.controls:
+            self._value(control.assignment, "control", f"control: {control.label}")
+        current = dict(self.start)
+        self._value(current, "default", "the default configuration")
+        for round_number in range(self.rounds):
+            before = point_id(current)
+            for param in self.params:
+                if len(param.values) > 1:
+                    current = self._line(param, current, round_number)
+            if point_id(current) == before:
+                break
+        assert self._lookup is not None
+        return self.best_known(self._lookup)
+
+    def _line(self, param: Param, current: Assignment, round_number: int) -> Assignment:
+        n = len(param.values)
+        seen: dict[int, Evaluation] = {}
+
+        def at(index: int) -> Evaluation:
+            if index not in seen:
+                point = {**current, param.key: param.values[index]}
+                why = f"round {round_number + 1}, {param.key}={param.values[index]!r}"
+                seen[index] = self._value(point, "search", why)
+            return seen[index]
+
+        start_index = param.index_of(current.get(param.key))
+        if start_index is not None:
+            at(start_index)
+        lo, hi = 0, n - 1
+        while hi - lo > 2:
+            a = lo + round(GOLDEN * (hi - lo))
+            b = hi - round(GOLDEN * (hi - lo))
+            if b <= a:
+                b = a + 1
+            fa, fb = at(a), at(b)
+            if not fa.coherent and not fb.coherent:
+                coherent = [i for i, e in seen.items() if e.coherent]
+                if any(i > b for i in coherent) and not any(i < a for i in coherent):
+                    lo = b + 1  # coherence starts above b
+                else:
+                    hi = a - 1  # coherence ends below a (the usual case: large budgets break)
+            elif not fa.coherent:
+                lo = a + 1
+            elif not fb.coherent or _rank(fa) >= _rank(fb):
+                hi = b - 1
+            else:
+                lo = a + 1
+        for index in range(lo, hi + 1):
+            at(index)
+        candidates = [i for i, e in seen.items() if e.coherent and e.score is not None]
+        if not candidates:
+            return current
+        best = max(candidates, key=lambda i: (_rank(seen[i]), -abs(i - (start_index or 0))))
+        if start_index is not None and _rank(seen[start_index]) >= _rank(seen[best]):
+            return current
+        return {**current, param.key: param.values[best]}
+
+    def best_known(self, lookup: Lookup) -> Assignment | None:
+        """The best coherent, feasible point among every point this planner would ever look at."""
+        points = [c.assignment for c in self.controls] + [dict(self.start)]
+        from k26ctl.sweep.space import grid
+
+        points += [{**self.start, **p} for p in grid(self.params)] if _small(self.params) else []
+        return best_of(points, lookup)
+
+
+def _small(params: Sequence[Param]) -> bool:
+    return math.prod(len(p.values) for p in params) <= 100_000
+
+
+def _rank(evaluation: Evaluation) -> tuple[int, float]:
+    score = evaluation.score if evaluation.score is not None else -math.inf
+    return (1 if evaluation.feasible else 0, score)
+
+
+def best_of(points: Sequence[Mapping[str, Any]], lookup: Lookup) -> Assignment | None:
+    best: tuple[tuple[int, float], Assignment] | None = None
+    seen: set[str] = set()
+    for point in points:
+        ident = point_id(point)
+        if ident in seen:
+            continue
+        seen.add(ident)
+        evaluation = lookup(dict(point))
+        if evaluation is None or not evaluation.coherent or evaluation.score is None:
+            continue
+        if not evaluation.feasible:
+            continue
+        rank = _rank(evaluation)
+        if best is None or rank > best[0]:
+            best = (rank, dict(point))
+    return best[1] if best else None

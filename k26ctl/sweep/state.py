@@ -1,0 +1,277 @@
+"""A persisted sweep: one JSON file for what is searched, one JSON Lines file with a record per point.
+
+    $XDG_STATE_HOME/k26ctl/sweep/<name>.json        the spec (plus the captured live deployment)
+    $XDG_STATE_HOME/k26ctl/sweep/<name>.log.jsonl   appended and fsynced after every point:
+        {"event": "start", "number": n, "assignment": {...}, "role": ...}   before the deploy
+        {"event": "point", "number": n, "assignment": {...}, "coherent": ..., "levels": [...], ...}
+
+The same conventions as bisect-config's sessions: a start without its point record was interrupted
+and is measured again; a measured point is never measured again (the planner looks every point up by
+its canonical assignment); a torn last line is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from k26ctl.bisect.plan import Assignment
+from k26ctl.bisect.session import SESSION_NAME, _write_json_atomic
+from k26ctl.errors import K26Error, UsageError
+from k26ctl.sweep.load import LevelResult
+from k26ctl.sweep.search import Evaluation
+from k26ctl.sweep.space import Param, point_id
+
+DEFAULT_SESSION = "default"
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "k26ctl" / "sweep"
+
+
+@dataclass
+class Objective:
+    concurrency: int
+    max_ttft_p99_ms: float | None = None
+    max_itl_p99_ms: float | None = None
+
+    def describe(self) -> str:
+        limits = [
+            f"p99 {name} <= {value:g} ms"
+            for name, value in (("TTFT", self.max_ttft_p99_ms), ("ITL", self.max_itl_p99_ms))
+            if value is not None
+        ]
+        tail = f" under {' and '.join(limits)}" if limits else ""
+        return f"output tokens/s at concurrency {self.concurrency}{tail}"
+
+
+@dataclass
+class SweepSpec:
+    profile: str
+    params: list[dict[str, Any]]
+    concurrency: list[int]
+    objective: dict[str, Any]
+    sets: list[str] = field(default_factory=list)
+    max_restarts: int = 12
+    rounds: int = 2
+    requests_per_level: int = 16
+    max_new_tokens: int = 128
+    template: str = "chatml"
+    controls: bool = True
+    original: dict[str, Any] | None = None  # what was live before the sweep (for reset)
+    created: float = field(default_factory=time.time)
+
+    def param_list(self) -> list[Param]:
+        return [Param.from_json(p) for p in self.params]
+
+    def objective_obj(self) -> Objective:
+        return Objective(**self.objective)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SweepSpec:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class PointRecord:
+    number: int
+    assignment: Assignment
+    role: str  # control | default | search
+    label: str
+    up: bool  # deployed and answering
+    coherent: bool  # up and smoke passed
+    restarted: bool
+    seconds: float
+    detail: str
+    levels: list[LevelResult] = field(default_factory=list)
+
+    def level(self, concurrency: int) -> LevelResult | None:
+        return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
+
+    def evaluation(self, objective: Objective) -> Evaluation:
+        level = self.level(objective.concurrency)
+        if not self.coherent or level is None or level.requests == level.errors:
+            return Evaluation(self.coherent and level is not None, None)
+        feasible = _within(level.ttft_p99_ms, objective.max_ttft_p99_ms) and _within(
+            level.itl_p99_ms, objective.max_itl_p99_ms
+        )
+        return Evaluation(True, level.output_tokens_per_s, feasible)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "point",
+            "number": self.number,
+            "assignment": self.assignment,
+            "role": self.role,
+            "label": self.label,
+            "up": self.up,
+            "coherent": self.coherent,
+            "restarted": self.restarted,
+            "seconds": round(self.seconds, 3),
+            "detail": self.detail,
+            "levels": [lv.to_json() for lv in self.levels],
+            "time": time.time(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PointRecord:
+        return cls(
+            number=int(data["number"]),
+            assignment=dict(data["assignment"]),
+            role=str(data.get("role", "search")),
+            label=str(data.get("label", "")),
+            up=bool(data.get("up", False)),
+            coherent=bool(data.get("coherent", False)),
+            restarted=bool(data.get("restarted", False)),
+            seconds=float(data.get("seconds", 0.0)),
+            detail=str(data.get("detail", "")),
+            levels=[LevelResult.from_json(lv) for lv in data.get("levels") or []],
+        )
+
+
+def _within(value: float | None, limit: float | None) -> bool:
+    return limit is None or (value is not None and value <= limit)
+
+
+class SweepLocked(K26Error):
+    exit_code = 1
+
+
+class SweepSession:
+    def __init__(self, name: str, directory: Path | None = None) -> None:
+        if not SESSION_NAME.match(name):
+            raise UsageError(f"bad session name {name!r}", "letters, digits, '.', '_' and '-' only")
+        self.name = name
+        self.directory = directory or state_dir()
+        self.spec_path = self.directory / f"{name}.json"
+        self.log_path = self.directory / f"{name}.log.jsonl"
+        self.lock_path = self.directory / f"{name}.lock"
+
+    def exists(self) -> bool:
+        return self.spec_path.exists()
+
+    def create(self, spec: SweepSpec) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.log_path.unlink(missing_ok=True)
+        _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json()})
+
+    def remove(self) -> None:
+        for path in (self.spec_path, self.log_path, self.lock_path):
+            path.unlink(missing_ok=True)
+
+    def spec(self) -> SweepSpec:
+        try:
+            document = json.loads(self.spec_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UsageError(
+                f"no sweep session {self.name!r} in {self.directory}",
+                "start one: k26ctl sweep PROFILE --param KEY=SPEC",
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise K26Error(f"cannot read {self.spec_path}: {exc}", "remove it to start over") from None
+        if not isinstance(document, dict) or not isinstance(document.get("spec"), dict):
+            raise K26Error(f"{self.spec_path} is not a sweep session", "remove it to start over")
+        return SweepSpec.from_json(document["spec"])
+
+    # ---- records ---------------------------------------------------------------------------------
+
+    def _append(self, record: dict[str, Any]) -> None:
+        try:
+            with open(self.log_path, "rb+") as handle:  # cut a line torn by a killed writer
+                data = handle.read()
+                if data and not data.endswith(b"\n"):
+                    handle.truncate(data.rfind(b"\n") + 1)
+        except FileNotFoundError:
+            pass
+        line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def record_start(self, number: int, assignment: Assignment, role: str) -> None:
+        self._append(
+            {"event": "start", "number": number, "assignment": assignment, "role": role, "time": time.time()}
+        )
+
+    def record_point(self, record: PointRecord) -> None:
+        self._append(record.to_json())
+
+    def _records(self) -> list[dict[str, Any]]:
+        try:
+            lines = self.log_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        parsed = []
+        for number, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                if number == len(lines) - 1:
+                    break
+                raise K26Error(
+                    f"{self.log_path}:{number + 1}: not JSON", "remove the line or the session"
+                ) from None
+            if isinstance(record, dict):
+                parsed.append(record)
+        return parsed
+
+    def points(self) -> list[PointRecord]:
+        """Measured points in order; a point recorded twice (an edited log) keeps its first record."""
+        found, seen = [], set()
+        for record in self._records():
+            if record.get("event") != "point":
+                continue
+            point = PointRecord.from_json(record)
+            ident = point_id(point.assignment)
+            if ident not in seen:
+                seen.add(ident)
+                found.append(point)
+        return found
+
+    def interrupted(self) -> dict[str, Any] | None:
+        """The last start record without its point record, if any."""
+        open_start: dict[str, Any] | None = None
+        for record in self._records():
+            if record.get("event") == "start":
+                open_start = record
+            elif (
+                record.get("event") == "point"
+                and open_start is not None
+                and open_start.get("number") == record.get("number")
+            ):
+                open_start = None
+        return open_start
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SweepLocked(
+                    f"sweep session {self.name!r} is in use by another k26ctl process",
+                    "wait for it, or use --session NAME for a separate sweep",
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def by_id(points: Sequence[PointRecord]) -> dict[str, PointRecord]:
+    return {point_id(p.assignment): p for p in points}
