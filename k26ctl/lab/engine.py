@@ -49,6 +49,7 @@ class Req:
     pool_index: int = -1
     cached_len: int = 0  # tokens whose KV is in the pool; the last output token is not among them
     verify_ct: int = 0
+    cached_tokens: int = 0  # prompt tokens whose KV came from the prefix cache
     finished_reason: dict[str, Any] | None = None
 
     @property
@@ -205,6 +206,7 @@ class Engine:
                 raise RuntimeError("KV pool exhausted at prefill")
             req.pool_index = index
             cached, cached_locs = self.prefix_cache.match(req.input_ids)
+            req.cached_tokens = cached
             if cached_locs is not None:
                 self.prefix_cache.copy_into(cached_locs, locs[:cached])
             self.req_to_token_pool.req_to_token[index, : len(req.input_ids)] = locs

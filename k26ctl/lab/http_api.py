@@ -117,7 +117,7 @@ class LabState:
             "finish_reason": reason,
             "prompt_tokens": len(gen.input_ids),
             "completion_tokens": completion,
-            "cached_tokens": 0,
+            "cached_tokens": req.cached_tokens if req else 0,
             "e2e_latency": round(time.monotonic() - gen.created, 6),
         }
         if self.args.speculative_algorithm:

@@ -9,7 +9,7 @@ which is the behaviour SGLang's deterministic-inference mode exists to remove.
 
 Second-request fault (K26LAB_VERIFY_FAULT=second-request): a verify bug subtle enough to fool text
 detectors. In every verify pass the second request of the batch commits its bonus token from the
-runner-up of its logits row when the top two are within K26LAB_FAULT_GAP logits (default 3.0): one
+runner-up of its logits row when the top two are within K26LAB_FAULT_GAP logits (default 4.0): one
 plausible wrong token per affected step, in a request that only exists at concurrency 2 or more.
 """
 
@@ -39,7 +39,7 @@ class Numerics:
     near_tie_rate: float = 0.0
     near_tie_gap: float | None = None
     verify_fault: str = "none"
-    fault_gap: float = 3.0
+    fault_gap: float = 4.0
     seed: int = 0
 
     @classmethod
@@ -54,7 +54,7 @@ class Numerics:
             near_tie_rate=rate,
             near_tie_gap=_env_float("K26LAB_NEAR_TIE_GAP", None),
             verify_fault=fault,
-            fault_gap=_env_float("K26LAB_FAULT_GAP", 3.0) or 3.0,
+            fault_gap=_env_float("K26LAB_FAULT_GAP", 4.0) or 4.0,
             seed=int(_env_float("K26LAB_NEAR_TIE_SEED", 0) or 0),
         )
 

@@ -230,17 +230,19 @@ def run_probes(
     n_positions: int = DEFAULT_POSITIONS,
     rule: PassRule | None = None,
     flush: bool = True,
+    flush_timeout: float = FLUSH_TIMEOUT_S,
 ) -> ProbeReport:
     """Flush the prefix cache, then check each answer's first `n_positions` tokens (and its extra
     positions) with one greedy token each, `concurrency` batched requests in flight.
 
     Transport failures raise (UnreachableError from the client); an HTTP error on a probe raises
-    the client's ResponseError. `flush=False` exists to show what an unflushed probe misses."""
+    the client's ResponseError. `flush=False` exists to show what an unflushed probe misses; the
+    server may wait up to `flush_timeout` seconds for running requests before refusing the flush."""
     started = time.monotonic()
     answers = [a for a in answers if a.output_ids]
     report = ProbeReport(supported=True, flushed=False, rule=rule or PassRule(), n_positions=n_positions)
     if flush:
-        report.flushed, message = client.flush_cache(FLUSH_TIMEOUT_S)
+        report.flushed, message = client.flush_cache(flush_timeout)
         if not report.flushed:
             report.note = f"the server refused to flush its prefix cache: {message}"
     else:

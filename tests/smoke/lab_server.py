@@ -62,13 +62,20 @@ def patched_tree(names: list[str], into: Path) -> Path:
 
 @contextmanager
 def lab_server(
-    profile: str, *, patched: bool = False, env: dict[str, str] | None = None, ready_timeout: float = 120.0
+    profile: str,
+    *,
+    patched: bool = False,
+    env: dict[str, str] | None = None,
+    ready_timeout: float = 120.0,
+    overrides: list[str] | None = None,
 ) -> Iterator[LabServer]:
     from k26ctl.profile import load_profile
     from k26ctl.render import render_launch
 
     port = free_port()
-    loaded = load_profile(ROOT / "profiles" / "lab" / f"{profile}.yaml", [f"sglang.port={port}"])
+    loaded = load_profile(
+        ROOT / "profiles" / "lab" / f"{profile}.yaml", [f"sglang.port={port}", *(overrides or [])]
+    )
     spec = render_launch(loaded.profile)
     argv = [sys.executable, *[a.replace(HOST_MODELS, str(LAB / "weights")) for a in spec.argv[1:]]]
     with tempfile.TemporaryDirectory(prefix="k26smoke-lab-") as tmp:
