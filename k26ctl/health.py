@@ -10,8 +10,6 @@ from the last cursor instead.
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import queue
 import threading
@@ -32,6 +30,7 @@ UNIT_CHECK_INTERVAL = 1.0
 JOURNAL_POLL_INTERVAL = 0.5  # when following the journal broke
 PENDING_PROBE_TICK = 0.05  # how often the loop looks whether a running probe has answered
 PROBE_TIMEOUT = 5.0
+PROBE_MAX_BODY = 1 << 20
 
 
 @dataclass
@@ -79,8 +78,8 @@ def api_key(profile: Profile) -> str | None:
 class HttpProber:
     """Runs the profile's readiness probes in order over one keep-alive connection; all must pass.
 
-    Plain `http.client`: a probe is two GETs, and it must cost next to nothing to import and start
-    (a no-change deploy is mostly this)."""
+    Each GET goes through `httpsafe.BoundedClient`: a total deadline per probe (a server dripping one
+    byte a second cannot hold it) and a 1 MB cap on the body after decompression."""
 
     def __init__(self, address: str, port: int, profile: Profile, *, timeout: float = PROBE_TIMEOUT) -> None:
         self._address, self._port, self._timeout = address, port, timeout
@@ -90,30 +89,40 @@ class HttpProber:
             self._headers["Authorization"] = f"Bearer {key}"
         self._paths = list(profile.readiness.probes)
         self._model = profile.served_name
-        self._conn: http.client.HTTPConnection | None = None
+        self._client: Any = None
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def _get(self, path: str) -> tuple[int, bytes]:
-        if self._conn is None:
-            self._conn = http.client.HTTPConnection(self._address, self._port, timeout=self._timeout)
+        from k26ctl.httpsafe import BoundedClient
+
+        if self._client is None:
+            host = f"[{self._address}]" if ":" in self._address else self._address
+            self._client = BoundedClient(
+                f"http://{host}:{self._port}",
+                timeout=self._timeout,
+                max_body=PROBE_MAX_BODY,
+                headers=self._headers,
+            )
         try:
-            self._conn.request("GET", path, headers=self._headers)
-            response = self._conn.getresponse()
-            return response.status, response.read(1 << 20)
+            response = self._client.request("GET", path)
+            return response.status_code, response.body
         except BaseException:
             self.close()
             raise
 
     def probe(self) -> ProbeResult:
+        from k26ctl.httpsafe import HttpError
+        from k26ctl.termsafe import clean
+
         for path in self._paths:
             try:
                 status, body = self._get(path)
-            except (OSError, http.client.HTTPException) as exc:
-                return ProbeResult(False, f"{path}: {type(exc).__name__}")
+            except HttpError as exc:
+                return ProbeResult(False, f"{path}: {type(exc).__name__}: {clean(exc, limit=120)}")
             if status != 200:
                 return ProbeResult(False, f"{path}: HTTP {status}")
             if path.rstrip("/").endswith("/v1/models"):
@@ -123,13 +132,16 @@ class HttpProber:
         return ProbeResult(True, "ok")
 
     def _check_models(self, body: bytes) -> str | None:
+        from k26ctl.jsonsafe import loads
+        from k26ctl.smoke.responses import ModelList, parse_answer
+        from k26ctl.termsafe import clean
+
         try:
-            cards = json.loads(body).get("data") or []
-            ids = [card.get("id") for card in cards if isinstance(card, dict)]
-        except (ValueError, AttributeError):
-            return "not a model list"
+            ids = [card.id for card in parse_answer(ModelList, loads(body)).data]
+        except ValueError as exc:
+            return f"not a model list ({clean(exc, limit=120)})"
         if self._model not in ids:
-            return f"model {self._model!r} not served (serving {ids})"
+            return f"model {self._model!r} not served (serving {clean(ids, limit=200)})"
         return None
 
 

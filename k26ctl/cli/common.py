@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -37,14 +36,18 @@ def use_color() -> bool:
 
 
 def print_error(exc: K26Error) -> None:
+    from k26ctl.termsafe import clean
+
     prefix = "\x1b[31merror:\x1b[0m" if use_color() else "error:"
-    print(f"{prefix} {exc.message}", file=sys.stderr)
+    print(f"{prefix} {clean(exc.message, limit=2000)}", file=sys.stderr)
     if exc.hint:
-        print(f"  hint: {exc.hint}", file=sys.stderr)
+        print(f"  hint: {clean(exc.hint, limit=2000)}", file=sys.stderr)
 
 
 def print_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, default=str, ensure_ascii=False) + "\n")
+    from k26ctl.termsafe import json_text
+
+    sys.stdout.write(json_text(document, indent=2) + "\n")
     sys.stdout.flush()
 
 

@@ -114,12 +114,13 @@ def _run(
     from k26ctl.cli.common import stderr_console
     from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
     from k26ctl.smoke.target import api_key_from_env, options_from_profile, profile_target, with_overrides
+    from k26ctl.termsafe import clean, for_rich
 
     console = stderr_console()
 
     def progress(result: RequestResult) -> None:
         if not quiet:  # plain and flushed: a watcher sees each answer as it arrives
-            print(f"  {result.name}: {result.verdict}", file=sys.stderr, flush=True)
+            print(f"  {clean(result.name, limit=80)}: {result.verdict}", file=sys.stderr, flush=True)
 
     settings: dict[str, Any] = {
         "concurrency": concurrency,
@@ -138,7 +139,7 @@ def _run(
         suite = load_suite(suite_ref or "default")
         target = SmokeTarget(url, model, api_key_from_env(api_key_env))
         if not quiet:
-            console.print(f"smoke: suite {suite.name} against {url}")
+            console.print(f"smoke: suite {for_rich(suite.name)} against {for_rich(url)}")
         return run_smoke(target, suite, options=options)
 
     from k26ctl.profile import load_profile
@@ -149,11 +150,16 @@ def _run(
     suite = load_suite(suite_ref or profile.smoke.suite or "default")
     with profile_target(profile, model=model, api_key_env=api_key_env) as target:
         if not quiet:
-            console.print(f"smoke: suite {suite.name} against {profile.name} ({target.base_url})")
+            console.print(
+                f"smoke: suite {for_rich(suite.name)} against {for_rich(profile.name)} "
+                f"({for_rich(target.base_url)})"
+            )
         return run_smoke(target, suite, options=options)
 
 
 def _present(report: SmokeReport, as_json: bool, junit: Path | None) -> None:
+    from rich.text import Text
+
     from k26ctl.cli.common import print_json, stderr_console, stdout_console
     from k26ctl.smoke.report import render_table
 
@@ -161,7 +167,7 @@ def _present(report: SmokeReport, as_json: bool, junit: Path | None) -> None:
         junit.write_text(report.to_junit(), encoding="utf-8")
     if as_json:
         print_json(report.to_json())
-        stderr_console().print(report.summary(), highlight=False)
+        stderr_console().print(Text(report.summary()), highlight=False)
         return
     stdout_console().print(render_table(report))
     sys.stdout.flush()

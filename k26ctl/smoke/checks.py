@@ -64,6 +64,8 @@ def run_check(check: Expectation, text: str, completion_tokens: int | None = Non
                 (exc.pos, exc.pos + 1),
                 block[max(0, exc.pos - 20) : exc.pos + 20],
             )
+        except (ValueError, RecursionError) as exc:  # 5,000-digit numbers, nesting past the recursion limit
+            return _finding(check, f"not usable JSON: {_limit_reason(exc)}")
     elif check.type == "python":
         block = extract_block(text)
         try:
@@ -72,6 +74,9 @@ def run_check(check: Expectation, text: str, completion_tokens: int | None = Non
             return _finding(
                 check, f"not valid Python: {exc.msg} (line {exc.lineno})", excerpt=(exc.text or "").strip()
             )
+        except (ValueError, UnicodeError, MemoryError, RecursionError) as exc:
+            # NUL bytes, lone surrogates, or nesting so deep the parser gives up (100,000 '-' in a row)
+            return _finding(check, f"not valid Python: {_limit_reason(exc)}")
     elif check.type == "repeats":
         found = len(re.findall(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE))
         if found != check.count:
@@ -81,6 +86,12 @@ def run_check(check: Expectation, text: str, completion_tokens: int | None = Non
         if produced is not None and produced < wanted:
             return _finding(check, f"only {produced} tokens generated, expected at least {wanted}")
     return None
+
+
+def _limit_reason(exc: BaseException) -> str:
+    if isinstance(exc, (MemoryError, RecursionError)):
+        return "nested too deeply to parse"
+    return str(exc)[:120] or type(exc).__name__
 
 
 def run_checks(checks: list[Expectation], text: str, completion_tokens: int | None = None) -> list[Finding]:

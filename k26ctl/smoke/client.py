@@ -5,8 +5,10 @@
 /server_info for the server identity and `avg_spec_accept_length`, /v1/models for the model name;
 for the self-consistency probes, token ids: /v1/tokenize (chat messages through the chat template),
 /generate with `input_ids` (`output_ids`, `prompt_token_ids`), /v1/detokenize, and /flush_cache.
-Transport failures become `UnreachableError`; HTTP errors and malformed bodies become
-`ResponseError`, which the runner records as a failed request.
+Every request goes through `k26ctl.httpsafe.BoundedClient` (a total deadline per request and a body
+cap after decompression) and every answer is validated against `k26ctl.smoke.responses` before use.
+Transport failures and deadlines become `UnreachableError`; HTTP errors, oversized, malformed or
+wrongly shaped bodies become `ResponseError`, which the runner records as a failed request.
 """
 
 from __future__ import annotations
@@ -17,7 +19,19 @@ from typing import Any
 
 import httpx
 
+from k26ctl import httpsafe
 from k26ctl.errors import PermissionDeniedError, UnreachableError
+from k26ctl.jsonsafe import JSONRefused
+from k26ctl.smoke.responses import (
+    ChatCompletion,
+    FinishReason,
+    GenerateAnswer,
+    MetaInfo,
+    ModelList,
+    ServerInfo,
+    parse_answer,
+)
+from k26ctl.termsafe import clean
 
 
 class ResponseError(Exception):
@@ -56,7 +70,7 @@ def _int_list(value: Any, what: str) -> list[int]:
     return list(value)
 
 
-_TRANSPORT_ERRORS = (httpx.TransportError,)
+MAX_BODY = 16 << 20  # a 4096-token answer is well under 100 KB; room for long reasoning and batches
 
 
 class SGLangClient:
@@ -66,15 +80,13 @@ class SGLangClient:
         api_key: str | None = None,
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
-            transport=transport,
-            trust_env=False,  # never route a loopback or tunnelled URL through a proxy
+        self._http = httpsafe.BoundedClient(
+            self.base_url, timeout=timeout, max_body=max_body, headers=headers, transport=transport
         )
 
     def close(self) -> None:
@@ -89,52 +101,65 @@ class SGLangClient:
     # ---- plumbing --------------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One bounded request; the answer's JSON (depth- and number-limited)."""
         response = self._send(method, path, body)
         if response.status_code >= 400:
-            raise ResponseError(f"HTTP {response.status_code} from {path}: {response.text[:200].strip()}")
+            raise ResponseError(
+                f"HTTP {response.status_code} from {path}: {clean(response.text.strip(), limit=200)}"
+            )
         try:
             return response.json()
-        except ValueError:
-            raise ResponseError(f"malformed JSON from {path}: {response.text[:120]!r}") from None
+        except JSONRefused as exc:
+            raise ResponseError(f"malformed JSON from {path}: {exc}") from None
 
-    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        """One request; transport failures and a refused API key raise, any other status is returned."""
+    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpsafe.BoundedResponse:
+        """One request; transport failures, the deadline and a refused API key raise, an oversized or
+        undecodable body is a ResponseError, any other status is returned."""
+        shown = f"{self.base_url}{path}"
         try:
             response = self._http.request(method, path, json=body)
-        except httpx.TimeoutException as exc:
+        except httpsafe.DeadlineExceeded:
             raise UnreachableError(
-                f"{self.base_url}{path}: no answer within the timeout ({type(exc).__name__})",
+                f"{shown}: no complete answer within the timeout ({self.timeout:g} s)",
                 "the server may be hung or overloaded; check its journal, or raise --timeout",
             ) from None
-        except _TRANSPORT_ERRORS as exc:
+        except httpsafe.TransportFailure as exc:
             raise UnreachableError(
-                f"{self.base_url}{path}: cannot reach the server ({type(exc).__name__}: {exc})",
+                f"{shown}: cannot reach the server ({clean(exc, limit=200)})",
                 "is the server running and listening there? check `systemctl status` and the journal",
             ) from None
+        except (httpsafe.BodyTooLarge, httpsafe.BadEncoding) as exc:
+            raise ResponseError(f"{path}: {exc}") from None
         if response.status_code in (401, 403):
             raise PermissionDeniedError(
-                f"{self.base_url}{path}: the server refused the API key (HTTP {response.status_code})",
+                f"{shown}: the server refused the API key (HTTP {response.status_code})",
                 "set the API key variable named by sglang.api_key_env (or --api-key-env)",
             )
         return response
 
+    def _answer(self, model: Any, what: str, data: Any) -> Any:
+        try:
+            return parse_answer(model, data)
+        except ValueError as exc:
+            raise ResponseError(f"unexpected {what} body: {clean(exc, limit=200)}") from None
+
     # ---- endpoints -------------------------------------------------------------------------------
 
     def model_names(self) -> list[str]:
-        data = self._request("GET", "/v1/models")
-        try:
-            return [str(card["id"]) for card in data["data"]]
-        except (KeyError, TypeError) as exc:
-            raise ResponseError(f"unexpected /v1/models body: missing {exc}") from None
+        models: ModelList = self._answer(ModelList, "/v1/models", self._request("GET", "/v1/models"))
+        return [card.id for card in models.data]
 
     def server_info(self) -> dict[str, Any] | None:
-        """The resolved server arguments and version; None when the endpoint is missing."""
+        """The resolved server arguments and version; None when the endpoint is missing.
+
+        A document of the wrong shape is a ResponseError, like any other malformed answer."""
         for path in ("/server_info", "/get_server_info"):
             try:
                 data = self._request("GET", path)
             except ResponseError:
                 continue
             if isinstance(data, dict):
+                self._answer(ServerInfo, path, data)
                 return data
         return None
 
@@ -165,19 +190,15 @@ class SGLangClient:
         started = time.monotonic()
         data = self._request("POST", "/v1/chat/completions", body)
         elapsed = time.monotonic() - started
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-            text = message.get("content") or ""
-            reasoning = message.get("reasoning_content") or ""
-            usage = data.get("usage") or {}
-            tokens = usage.get("completion_tokens")
-            finish = choice.get("finish_reason")
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise ResponseError(f"unexpected chat completion body: {exc!r}") from None
-        if not isinstance(text, str) or not isinstance(reasoning, str):
-            raise ResponseError("unexpected chat completion body: content is not text")
-        return Completion(text, reasoning, finish, int(tokens) if tokens is not None else None, elapsed)
+        answer: ChatCompletion = self._answer(ChatCompletion, "chat completion", data)
+        choice = answer.choices[0]
+        return Completion(
+            choice.message.content or "",
+            choice.message.reasoning_content or "",
+            choice.finish_reason,
+            answer.usage.completion_tokens if answer.usage else None,
+            elapsed,
+        )
 
     def generate(
         self,
@@ -281,7 +302,7 @@ class SGLangClient:
         are running or waiting)."""
         path = f"/flush_cache?timeout={timeout:g}" if timeout > 0 else "/flush_cache"
         response = self._send("POST", path)
-        message = response.text.strip()[:200]
+        message = clean(response.text.strip(), limit=200)
         if response.status_code == 200:
             return True, message
         if response.status_code == 400:
@@ -291,26 +312,15 @@ class SGLangClient:
 
 def _completion_from_generate(data: dict[str, Any], elapsed: float) -> Completion:
     try:
-        out = data["text"]
-        meta = data.get("meta_info") or {}
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ResponseError(f"unexpected /generate body: {exc!r}") from None
-    if not isinstance(out, str) or not isinstance(meta, dict):
-        raise ResponseError("unexpected /generate body: text is not a string")
-    finish = meta.get("finish_reason")
-    if isinstance(finish, dict):
-        finish = finish.get("type")
-    accept = meta.get("spec_accept_length")
-    verify = meta.get("spec_verify_ct")
-    tokens = meta.get("completion_tokens")
+        answer = parse_answer(GenerateAnswer, data)
+    except ValueError as exc:
+        raise ResponseError(f"unexpected /generate body: {clean(exc, limit=200)}") from None
+    meta = answer.meta_info or MetaInfo()
+    finish = meta.finish_reason
+    if isinstance(finish, FinishReason):
+        finish = finish.type
     return Completion(
-        out,
-        "",
-        finish,
-        int(tokens) if tokens is not None else None,
-        elapsed,
-        float(accept) if accept is not None else None,
-        int(verify) if verify is not None else None,
+        answer.text, "", finish, meta.completion_tokens, elapsed, meta.spec_accept_length, meta.spec_verify_ct
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from k26ctl.smoke.baseline import BaselineComparison
 from k26ctl.smoke.detectors import Finding
 from k26ctl.smoke.probes import ProbeReport
+from k26ctl.termsafe import clean
 
 
 @dataclass
@@ -135,7 +136,7 @@ class SmokeReport:
         parts = [
             f"smoke {'PASSED' if self.passed else 'FAILED'}: {ok}/{len(self.results)} requests ok",
             f"suite={self.suite}",
-            f"model={self.model}",
+            f"model={clean(self.model, limit=120)}",
             f"concurrency={self.concurrency}",
             f"wall={self.wall_seconds:.1f}s",
         ]
@@ -202,19 +203,19 @@ class SmokeReport:
             ("model", self.model),
             ("concurrency", self.concurrency),
         ):
-            ET.SubElement(props, "property", name=key, value=str(value))
+            ET.SubElement(props, "property", name=key, value=clean(value, limit=500))
         for r in self.results:
             case = ET.SubElement(
                 suite, "testcase", classname=f"smoke.{r.prompt_id}", name=r.name, time=f"{r.elapsed:.3f}"
             )
             if not r.passed:
                 message = r.error or "; ".join(f.reason() for f in r.failures)
-                failure = ET.SubElement(case, "failure", message=message[:500], type=r.verdict)
-                failure.text = r.text[:2000]
+                failure = ET.SubElement(case, "failure", message=clean(message, limit=500), type=r.verdict)
+                failure.text = clean(r.text, keep_newlines=True, limit=2000)
             out = ET.SubElement(case, "system-out")
             out.text = (
                 f"tokens={r.completion_tokens} tok/s={r.tokens_per_s or 0:.1f} accept_len={r.accept_length}\n"
-                + r.text[:2000]
+                + clean(r.text, keep_newlines=True, limit=2000)
             )
         case = ET.SubElement(suite, "testcase", classname="smoke.suite", name="suite-checks", time="0")
         if not self._suite_case_ok():
@@ -222,7 +223,7 @@ class SmokeReport:
             if self.baseline is not None and not self.baseline.passed:
                 b = self.baseline
                 reasons.append(f"baseline parity {b.exact_match_rate:.0%} < {b.min_exact_match:.0%}")
-            ET.SubElement(case, "failure", message="; ".join(reasons)[:500], type="suite")
+            ET.SubElement(case, "failure", message=clean("; ".join(reasons), limit=500), type="suite")
         ET.indent(suite)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
@@ -238,7 +239,7 @@ def unreachable_junit(suite: str, message: str) -> str:
         "testsuite", name=f"k26ctl-smoke.{suite}", tests="1", failures="0", errors="1", time="0"
     )
     case = ET.SubElement(root, "testcase", classname="smoke.server", name="reachable", time="0")
-    ET.SubElement(case, "error", message=message[:500], type="unreachable")
+    ET.SubElement(case, "error", message=clean(message, limit=500), type="unreachable")
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -253,7 +254,8 @@ def render_table(report: SmokeReport) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"k26ctl smoke: {report.suite} on {report.model}", title_justify="left")
+    title = Text(f"k26ctl smoke: {clean(report.suite, limit=80)} on {clean(report.model, limit=120)}")
+    table = Table(title=title, title_justify="left")
     for column, justify in (
         ("prompt", "left"),
         ("verdict", "left"),
@@ -267,9 +269,9 @@ def render_table(report: SmokeReport) -> Any:
     for r in report.results:
         findings = r.error or "; ".join(f.reason() for f in r.findings) or ""
         table.add_row(
-            r.name,
+            Text(clean(r.name, limit=80)),
             Text(r.verdict, style=styles[r.verdict]),
-            Text(findings[:160]),
+            Text(clean(findings, limit=160)),
             _fmt(r.completion_tokens, "d") if r.completion_tokens is not None else "-",
             _fmt(r.tokens_per_s, ".1f"),
             _fmt(r.accept_length, ".2f"),
@@ -277,7 +279,7 @@ def render_table(report: SmokeReport) -> Any:
     lines: list[Any] = [table]
     for f in report.suite_findings:
         style = "bold red" if f.severity == "fail" else "yellow"
-        lines.append(Text(f"{f.severity}: {f.reason()}", style=style))
+        lines.append(Text(clean(f"{f.severity}: {f.reason()}", limit=2000), style=style))
     if report.baseline is not None:
         b = report.baseline
         diverged = [
@@ -288,11 +290,11 @@ def render_table(report: SmokeReport) -> Any:
         text = f"baseline parity: {b.exact_match_rate:.0%} exact (need {b.min_exact_match:.0%})"
         if diverged:
             text += f"; first divergence: {', '.join(diverged)}"
-        lines.append(Text(text, style="green" if b.passed else "bold red"))
+        lines.append(Text(clean(text, limit=2000), style="green" if b.passed else "bold red"))
     if report.probes is not None:
         p = report.probes
         style = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(p.verdict, "bold red")
-        lines.append(Text(p.summary(), style=style))
+        lines.append(Text(clean(p.summary(), limit=2000), style=style))
     if report.server_accept_after is not None:
         lines.append(
             Text(

@@ -457,7 +457,8 @@ def run_smoke(
             if not names:
                 raise UnreachableError(f"{target.base_url}/v1/models lists no model", "is the model loaded?")
             model = names[0]
-        info_before = client.server_info()
+        info_problems: list[str] = []
+        info_before = _server_info(client, info_problems)
         collapse = options.accept_collapse or collapse_threshold(info_before)
         mode, probe_note = _token_mode(client, info_before) if options.probes else (None, None)
         jobs = _plan(suite, determinism)
@@ -466,7 +467,7 @@ def run_smoke(
         generation_seconds = time.monotonic() - generation_started
         try:
             # before the probes' flush, which resets the server's running averages
-            info_after = client.server_info()
+            info_after = _server_info(client, info_problems)
         except UnreachableError as exc:
             raise UnreachableError(
                 f"server stopped answering after the suite's {len(jobs)} answers: {exc.message}",
@@ -498,6 +499,10 @@ def run_smoke(
         deterministic_server=strict,
         generation_seconds=generation_seconds,
     )
+    for problem in dict.fromkeys(info_problems):
+        report.suite_findings.append(
+            Finding("server_info_shape", 0.0, 0.0, (0, 0), "", problem, severity="warn")
+        )
     if probes is not None:
         report.suite_findings += _probe_findings(probes, results)
     report.suite_findings += _measured_accept_findings(report, options, collapse)
@@ -510,6 +515,15 @@ def run_smoke(
     if options.record_baseline is not None:
         _record_baseline(report, greedy, suite, options.record_baseline)
     return report
+
+
+def _server_info(client: SGLangClient, problems: list[str]) -> dict[str, Any] | None:
+    """/server_info, or None (with the reason kept for a finding) when its answer has the wrong shape."""
+    try:
+        return client.server_info()
+    except ResponseError as exc:
+        problems.append(str(exc))
+        return None
 
 
 def _deterministic(info: dict[str, Any] | None) -> bool:

@@ -1,0 +1,185 @@
+"""The fault server's hostile modes against the bounded HTTP client, the smoke CLI and the readiness
+prober: each ends with a clear error or a finding, a bounded number of bytes read, and no traceback.
+Time and memory per mode are measured by benchmarks/hostile_server.py, not asserted here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from k26ctl import httpsafe
+from k26ctl.errors import UnreachableError
+from k26ctl.smoke.client import ResponseError, SGLangClient
+
+from .fault_server import ESCAPES, HOSTILE_MODES, FaultServer, start_in_thread
+from .helpers import CliRun, run_cli
+
+SUITE = str(Path(__file__).with_name("hostile_suite.yaml"))
+
+
+@pytest.fixture()
+def server(request: pytest.FixtureRequest) -> Iterator[FaultServer]:
+    srv = start_in_thread(request.param)
+    yield srv
+    srv.hung.set()
+    srv.shutdown()
+    srv.server_close()
+
+
+def _url(srv: FaultServer) -> str:
+    return f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+def _chat(client: SGLangClient) -> object:
+    return client.chat([{"role": "user", "content": "hi"}], model="m", temperature=0.0, max_tokens=8)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("server", ["slow-headers", "slow-body"], indirect=True)
+def test_a_dripping_server_hits_the_total_deadline(server: FaultServer) -> None:
+    """Each byte arrives well inside the per-read timeout; only a total deadline ends the request."""
+    with SGLangClient(_url(server), timeout=1.5) as client, pytest.raises(UnreachableError) as caught:
+        _chat(client)
+    assert "no complete answer within the timeout (1.5 s)" in caught.value.message
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("server", ["endless"], indirect=True)
+def test_an_endless_body_stops_at_the_cap(server: FaultServer) -> None:
+    cap = 1 << 20
+    client = SGLangClient(_url(server), timeout=10, max_body=cap)
+    with client, pytest.raises(ResponseError) as caught:
+        _chat(client)
+    assert f"body larger than {cap} bytes" in str(caught.value)
+    server.hung.set()  # the server stops writing once the client is gone or this is set
+    # What the server got into the socket is the client's reads plus kernel buffers: a few MB at most.
+    assert server.sent_bytes < 64 * cap
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("server", ["gzip-bomb"], indirect=True)
+def test_a_gzip_bomb_is_capped_after_decompression(server: FaultServer) -> None:
+    client = SGLangClient(_url(server), timeout=10, max_body=1 << 20)
+    with client, pytest.raises(ResponseError) as caught:
+        _chat(client)
+    assert "body larger than 1048576 bytes" in str(caught.value)
+
+
+def test_the_inflater_never_holds_more_than_the_budget() -> None:
+    import zlib
+
+    bomb = zlib.compress(bytes(50 << 20), 9)
+    inflater = httpsafe._Inflater("deflate", 1000)
+    with pytest.raises(httpsafe.BodyTooLarge):
+        inflater.feed(bomb)
+    assert len(inflater._out) <= 1000
+    ok = httpsafe._Inflater("gzip", 100)
+    import gzip
+
+    ok.feed(gzip.compress(b"x" * 100))
+    assert ok.result() == b"x" * 100
+    with pytest.raises(httpsafe.BadEncoding):
+        httpsafe._Inflater("br", 100)
+
+
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ("wrong-types", "usage.completion_tokens"),
+        ("huge-numbers", "number with 5000 digits"),
+        ("deep-json", "nested deeper than"),
+    ],
+    indirect=["server"],
+)
+def test_wrong_shapes_are_response_errors(server: FaultServer, expected: str) -> None:
+    with SGLangClient(_url(server), timeout=5) as client, pytest.raises(ResponseError) as caught:
+        _chat(client)
+    assert expected in str(caught.value)
+
+
+@pytest.mark.parametrize("server", ["wrong-types"], indirect=True)
+def test_wrong_generate_and_server_info_shapes(server: FaultServer) -> None:
+    with SGLangClient(_url(server), timeout=5) as client:
+        with pytest.raises(ResponseError, match="meta_info"):
+            client.generate("x", temperature=0.0, max_new_tokens=4)
+        with pytest.raises(ResponseError, match="version"):
+            client.server_info()
+
+
+@pytest.mark.parametrize("server", ["wrong-models"], indirect=True)
+def test_a_model_list_of_the_wrong_shape(server: FaultServer) -> None:
+    with SGLangClient(_url(server), timeout=5) as client, pytest.raises(ResponseError, match="data"):
+        client.model_names()
+
+
+def test_invalid_timeouts_are_refused() -> None:
+    for bad in (-1.0, 0.0, float("nan"), float("inf"), 1e308):
+        with pytest.raises(ValueError):
+            httpsafe.check_timeout(bad)
+
+
+def _cli_smoke(srv: FaultServer, *extra: str) -> CliRun:
+    args = ["smoke", "--url", _url(srv), "--timeout", "1.5", "--suite", SUITE, *extra]
+    run = run_cli(args)
+    assert run.exception is None, f"exception escaped the CLI: {run.exception!r}"
+    return run
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("server", HOSTILE_MODES, indirect=True)
+def test_smoke_cli_against_every_hostile_mode(server: FaultServer) -> None:
+    """The whole smoke command: a documented exit code (1 failed, 69 unreachable), no traceback, and
+    nothing of the server's escapes reaching the terminal raw."""
+    proc = _cli_smoke(server, "--model", "m") if server.mode != "wrong-models" else _cli_smoke(server)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.exit_code in (1, 69), (proc.exit_code, proc.stderr[-2000:])
+    for stream in (proc.stdout, proc.stderr):
+        assert "\x1b" not in stream and "\u202e" not in stream
+    if proc.exit_code == 69:
+        assert "error:" in proc.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("server", ["escapes"], indirect=True)
+def test_a_hostile_model_id_is_shown_escaped(server: FaultServer) -> None:
+    """The model id from /v1/models goes into the title and the summary: shown escaped, markup inert."""
+    proc = _cli_smoke(server)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.exit_code in (0, 1), proc.stderr[-2000:]
+    assert "\x1b" not in proc.stdout + proc.stderr
+    assert "\\x1b]0;pwned" in proc.stdout + proc.stderr
+    assert ESCAPES.startswith("\x1b")
+    json_proc = _cli_smoke(server, "--json")
+    assert "\x1b" not in json_proc.stderr
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("server", "expected"),
+    [
+        ("slow-body", "DeadlineExceeded"),
+        ("endless", "BodyTooLarge"),
+        ("gzip-bomb", "BodyTooLarge"),
+        ("wrong-models", "not a model list"),
+        ("escapes", "not served"),
+    ],
+    indirect=["server"],
+)
+def test_readiness_probes_are_bounded_too(server: FaultServer, expected: str) -> None:
+    """The deploy's readiness prober uses the same bounded client: a hostile server is 'not ready',
+    with a reason that is safe to print, never a hang or a traceback."""
+    from k26ctl.health import HttpProber
+    from k26ctl.profile import Profile
+    from k26ctl.termsafe import is_clean
+
+    profile = Profile.model_validate({"sglang": {"served_model_name": "fault-model"}})
+    prober = HttpProber("127.0.0.1", server.server_address[1], profile, timeout=1.0)
+    try:
+        result = prober.probe()
+    finally:
+        prober.close()
+    assert result.ok is False
+    assert expected in result.detail, result.detail
+    assert is_clean(result.detail)
