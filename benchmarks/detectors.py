@@ -163,10 +163,10 @@ def collect_lab(path: Path) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "smoke"))
     from lab_server import lab_server
 
-    from k26ctl.lab.corpus import _paragraphs, parse_chats
+    from k26ctl.lab.server.corpus import _paragraphs, parse_chats
     from k26ctl.smoke.client import SGLangClient
 
-    data = ROOT / "k26ctl" / "lab" / "data"
+    data = ROOT / "k26ctl" / "lab" / "server" / "data"
     chats = [q for q, _t, _a in parse_chats((data / "chats.txt").read_text())]
     openings = [p.split(". ")[0] + "." for p in _paragraphs((data / "prose.txt").read_text())]
     jobs = [("chat", q, 200) for q in chats] + [("generate", o, 300) for o in openings]

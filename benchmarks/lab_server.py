@@ -103,13 +103,13 @@ def startup_once(args: list[str], tmp: Path) -> dict[str, float]:
 
 def engine_figures(tokens: int) -> list[dict[str, Any]]:
     import torch
-
-    from k26ctl.lab.drafter import NGramDrafter
-    from k26ctl.lab.engine import Engine, SpecSettings
-    from k26ctl.lab.tokenizer import ByteTokenizer
-    from k26ctl.lab.tree_loader import BUNDLED_TREE, import_tree
-    from k26ctl.lab.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model
     from tests.lab.conftest import patched_tree_copy
+
+    from k26ctl.lab.server.drafter import NGramDrafter
+    from k26ctl.lab.server.engine import Engine, SpecSettings
+    from k26ctl.lab.server.tokenizer import ByteTokenizer
+    from k26ctl.lab.server.tree_loader import BUNDLED_TREE, import_tree
+    from k26ctl.lab.server.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model
 
     torch.set_num_threads(1)
     tok = ByteTokenizer()

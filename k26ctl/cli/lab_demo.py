@@ -18,15 +18,13 @@ def register(lab_app: typer.Typer) -> None:
     ) -> None:
         """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
         (smoke passes), print what happened. The host stays up."""
-        from k26ctl.deploy.demo import DEFAULT_STEPS, DemoContext, run_demo, summary_lines
         from k26ctl.deploy.present import PlainPresenter
+        from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
 
         presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
         ctx = DemoContext(lab=name, on_event=presenter, say=lambda text: print(text, flush=True))
         steps = list(DEFAULT_STEPS)
         if bisect:
-            from k26ctl.bisect.demo import step_bisect
-
             steps.append(step_bisect)
         outcomes = run_demo(ctx, steps)
         for line in summary_lines(outcomes, name):

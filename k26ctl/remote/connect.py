@@ -1,15 +1,21 @@
-"""From a profile's `host:` section to a connected Host: a lab host, an SSH alias, or this machine."""
+"""From a profile's `host:` section to a connected Host: an SSH alias, this machine, or a registered kind
+(a lab host, resolved through the `k26ctl.hosts` entry-point group)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
-from k26ctl.errors import UnreachableError
+from k26ctl.errors import ConfigError
 from k26ctl.remote.base import Host
 
 if TYPE_CHECKING:
     from k26ctl.profile import HostConfig, Profile
     from k26ctl.remote.ssh import SSHTarget
+
+# Host kinds beyond SSH and local register a resolver `name -> SSHTarget` here (pyproject.toml).
+HOSTS_GROUP = "k26ctl.hosts"
 
 
 def connect(profile: Profile, *, accept_new_host_key: bool = False) -> Host:
@@ -20,7 +26,7 @@ def connect(profile: Profile, *, accept_new_host_key: bool = False) -> Host:
 def connect_host(config: HostConfig, *, accept_new_host_key: bool = False) -> Host:
     accept_new = accept_new_host_key or config.accept_new_host_key
     if config.lab:
-        return _connect_lab(config, config.lab, accept_new)
+        return _connect_registered(config, "lab", config.lab, accept_new)
     if config.address == "local":
         from k26ctl.remote.local import LocalHost
 
@@ -33,27 +39,23 @@ def connect_host(config: HostConfig, *, accept_new_host_key: bool = False) -> Ho
     return _open_ssh(target, config, accept_new)
 
 
-def _connect_lab(config: HostConfig, name: str, accept_new: bool) -> Host:
-    from k26ctl.lab.host import lab_status
-    from k26ctl.remote.ssh import SSHTarget
+def _connect_registered(config: HostConfig, kind: str, name: str, accept_new: bool) -> Host:
+    """A host kind other than SSH or local (e.g. `host.lab`): its resolver, registered under the
+    `k26ctl.hosts` entry-point group, turns the name into an SSH target."""
+    resolve = _host_resolver(kind)
+    target = resolve(name)
+    return _open_ssh(target, config, accept_new, name=f"{kind} host {name}")
 
-    status = lab_status(name, probe=False)  # SSH itself tells whether it answers
-    if not status.running or status.host is None:
-        raise UnreachableError(
-            f"lab host {name} is not up ({status.reason})",
-            f"start it with `k26ctl lab host up --name {name}`",
+
+def _host_resolver(kind: str) -> Callable[[str], SSHTarget]:
+    found = entry_points(group=HOSTS_GROUP, name=kind)
+    if not found:
+        raise ConfigError(
+            f"no resolver for host.{kind}: the {HOSTS_GROUP!r} entry point {kind!r} is not installed",
+            "install k26ctl with its metadata (`pip install -e .` in the checkout), or use host.address",
         )
-    lab = status.host
-    target = SSHTarget(
-        alias=f"lab:{name}",
-        hostname=lab.address,
-        port=lab.port,
-        user=lab.user,
-        identity_files=[lab.key_path],
-        known_hosts=[lab.known_hosts_path],
-        use_agent=False,
-    )
-    return _open_ssh(target, config, accept_new, name=f"lab host {name}")
+    resolver: Callable[[str], SSHTarget] = next(iter(found)).load()
+    return resolver
 
 
 def _open_ssh(target: SSHTarget, config: HostConfig, accept_new: bool, *, name: str | None = None) -> Host:

@@ -14,7 +14,7 @@ from patch_support import PATCH, TARGET
 
 from k26ctl.resources import project_root
 
-LAB_TREE = project_root() / "k26ctl" / "lab" / "sglang_tree" / "sglang"
+LAB_TREE = project_root() / "k26ctl" / "lab" / "server" / "sglang_tree" / "sglang"
 
 
 def k26(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from patch_support import PATCH, TARGET, RecordingHost, make_profile
 from k26ctl.patches import apply_patches, patch_status, revert_patches
 from k26ctl.resources import project_root
 
-LAB_TREE = project_root() / "k26ctl" / "lab" / "sglang_tree" / "sglang"
+LAB_TREE = project_root() / "k26ctl" / "lab" / "server" / "sglang_tree" / "sglang"
 
 pytestmark = pytest.mark.skipif(
     not (LAB_TREE / TARGET).is_file(), reason="the lab tree is not in this checkout"

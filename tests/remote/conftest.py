@@ -1,43 +1,14 @@
-"""Helpers for the remote-layer tests: connections to the session lab host."""
+"""Fixtures of the remote-layer tests: a connection to the session lab host."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from k26ctl.lab.host import LabHostState
-from k26ctl.profile import Profile
-from k26ctl.remote.ssh import SSHHost, SSHTarget
-
-
-def lab_profile(state: LabHostState, **sections: Any) -> Profile:
-    data: dict[str, Any] = {"host": {"lab": state.name, "address": "", "connect_timeout": 5}}
-    for key, value in sections.items():
-        data.setdefault(key, {}).update(value)
-    return Profile.model_validate(data)
-
-
-def lab_target(state: LabHostState, **changes: Any) -> SSHTarget:
-    fields: dict[str, Any] = {
-        "alias": f"lab:{state.name}",
-        "hostname": state.address,
-        "port": state.port,
-        "user": state.user,
-        "identity_files": [state.key_path],
-        "known_hosts": [state.known_hosts_path],
-        "use_agent": False,
-    }
-    fields.update(changes)
-    return SSHTarget(**fields)
-
-
-def ssh_host(state: LabHostState, *, connect_timeout: float = 5.0, **changes: Any) -> SSHHost:
-    accept_new = changes.pop("accept_new_host_key", False)
-    return SSHHost(
-        lab_target(state, **changes), connect_timeout=connect_timeout, accept_new_host_key=accept_new
-    )
+from k26ctl.remote.ssh import SSHHost
+from tests.support.hosts import lab_profile
 
 
 @pytest.fixture

@@ -26,8 +26,7 @@ from k26ctl.errors import ConfigError, LockHeldError
 from k26ctl.lab.host import LabHostState
 from k26ctl.remote.local import LocalHost
 from k26ctl.remote.shell import DEFAULT_LOCK_LEASE, LOCK_DIR, LOCK_LEASE_ENV, lock_lease
-
-from .conftest import lab_target, ssh_host
+from tests.support.hosts import lab_target, ssh_host
 
 LEASE = 2.0  # short, so the tests wait seconds; production default is DEFAULT_LOCK_LEASE
 

@@ -24,8 +24,7 @@ from k26ctl.errors import (
 )
 from k26ctl.lab.host import LabHostState
 from k26ctl.remote.ssh import SSHHost, load_ssh_config, resolve_target
-
-from .conftest import lab_profile, ssh_host
+from tests.support.hosts import lab_profile, ssh_host
 
 pytestmark = pytest.mark.labhost
 

@@ -12,8 +12,7 @@ from k26ctl.lab.host import LabHostState
 from k26ctl.remote.ssh import SSHHost
 from k26ctl.remote.systemd import Systemd
 from k26ctl.render import render_launch, render_unit, unit_name, unit_path
-
-from .conftest import lab_profile
+from tests.support.hosts import lab_profile
 
 pytestmark = pytest.mark.labhost
 

@@ -9,8 +9,7 @@ import pytest
 
 from k26ctl.lab.host import INNER_PROJECT_DIR, LabHostState
 from k26ctl.remote.ssh import SSHHost
-
-from .conftest import ssh_host
+from tests.support.hosts import ssh_host
 
 pytestmark = pytest.mark.labhost
 

@@ -2,7 +2,7 @@
 
 The argv and environment come from the profile through `render_launch`, exactly as the unit on the
 lab host would get them; only the host paths are mapped to this checkout (the interpreter, the
-weights under k26ctl/lab/weights, and PYTHONPATH). `patched=True` runs the server over a copy of
+weights under k26ctl/lab/server/weights, and PYTHONPATH). `patched=True` runs the server over a copy of
 the lab's SGLang-shaped tree with the profile's patches applied by k26ctl's own patch engine.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-LAB = ROOT / "k26ctl" / "lab"
+LAB = ROOT / "k26ctl" / "lab" / "server"
 HOST_MODELS = "/opt/k26lab/models"
 
 

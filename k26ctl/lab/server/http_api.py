@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from k26ctl.lab.reasoning import split_reasoning
-from k26ctl.lab.scheduler import GenRequest, Scheduler
-from k26ctl.lab.server_args import LabServerArgs
-from k26ctl.lab.tokenizer import ByteTokenizer, render_chat
+from k26ctl.lab.server.reasoning import split_reasoning
+from k26ctl.lab.server.scheduler import GenRequest, Scheduler
+from k26ctl.lab.server.server_args import LabServerArgs
+from k26ctl.lab.server.tokenizer import ByteTokenizer, render_chat
 
 VERSION = "0.5.15"
 SPECIAL_TEXT = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>", "<|reserved_0|>", "<|reserved_1|>")

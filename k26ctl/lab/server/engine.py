@@ -14,14 +14,14 @@ from typing import Any
 
 import torch
 
-from k26ctl.lab import ddtree
-from k26ctl.lab.drafter import NGramDrafter
-from k26ctl.lab.kv_pool import ReqToTokenPool, TokenToKVPool
-from k26ctl.lab.model import TinyDecoder
-from k26ctl.lab.numerics import Numerics
-from k26ctl.lab.prefix_cache import PrefixCache
-from k26ctl.lab.tokenizer import ByteTokenizer
-from k26ctl.lab.tree_loader import LabTree
+from k26ctl.lab.server import ddtree
+from k26ctl.lab.server.drafter import NGramDrafter
+from k26ctl.lab.server.kv_pool import ReqToTokenPool, TokenToKVPool
+from k26ctl.lab.server.model import TinyDecoder
+from k26ctl.lab.server.numerics import Numerics
+from k26ctl.lab.server.prefix_cache import PrefixCache
+from k26ctl.lab.server.tokenizer import ByteTokenizer
+from k26ctl.lab.server.tree_loader import LabTree
 
 
 @dataclass

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from k26ctl.lab import ddtree
+from k26ctl.lab.server import ddtree
 
 pytestmark = pytest.mark.lab
 

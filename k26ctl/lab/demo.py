@@ -4,18 +4,21 @@
 /health answers 200, but smoke flags the output (expected failure); 3. deploy the patched profile:
 k26ctl patches the host's SGLang tree, restarts, and smoke passes. The host is left up.
 
-Steps are a list of `DemoStep`s so more can be appended (a bisect of the budget, for instance).
+Steps are a list of `DemoStep`s so more can be appended: `--bisect` adds `step_bisect`, which searches
+the unpatched budget-16 lab profile between 7 (good) and 16 (bad) in a throwaway session, then resets,
+which puts back the deployment that was live before (the patched profile of the demo).
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
+from k26ctl.lab.host import LabHostState, lab_up
 
 
 @dataclass
@@ -23,7 +26,7 @@ class DemoContext:
     lab: str  # lab host name
     on_event: EventCallback | None = None
     say: Callable[[str], None] = print
-    host_state: Any = None  # k26ctl.lab.host.LabHostState once up
+    host_state: LabHostState | None = None  # once up
 
 
 @dataclass
@@ -66,8 +69,6 @@ def _findings(result: DeployResult) -> list[str]:
 
 
 def step_lab_up(ctx: DemoContext) -> DemoOutcome:
-    from k26ctl.lab.host import lab_up
-
     started = time.monotonic()
     ctx.say(f"== bringing lab host {ctx.lab} up")
     state = lab_up(ctx.lab)
@@ -110,6 +111,62 @@ def step_patched(ctx: DemoContext) -> DemoOutcome:
     got = "smoke passed" if ok else f"{result.verdict} ({result.message})"
     summary = [result.smoke.summary()] if result.smoke is not None else []
     return DemoOutcome("patched budget 16", "smoke passes", got, ok, result.wall_seconds, result, summary)
+
+
+BISECT_KEY = "spec.ddtree.budget"
+
+
+def step_bisect(ctx: DemoContext) -> DemoOutcome:
+    """Bisect the first bad DDTree budget on the lab host, then reset."""
+    from k26ctl.bisect import api
+    from k26ctl.bisect.progress import ProgressPrinter
+
+    ctx.say(
+        "== bisect-config on the unpatched budget-16 profile: which budget breaks first? "
+        "(7 claimed good, 16 claimed bad; ends verified, then binary search)"
+    )
+    started = time.monotonic()
+    printer = ProgressPrinter()
+    with tempfile.TemporaryDirectory(prefix="k26-demo-bisect-") as state:
+        bisect_ctx = api.Context(
+            session="lab-demo",
+            yes=True,
+            reporter=printer,
+            note=printer.note,
+            state_directory=Path(state),
+        )
+        spec = api.numeric_spec(
+            str(lab_profile_path("ddtree-b16")),
+            BISECT_KEY,
+            "7",
+            "16",
+            None,
+            [f"host.lab={ctx.lab}"],
+            api.SearchOptions(),
+        )
+        result = api.start(spec, bisect_ctx)
+        ctx.say("== bisect-config reset: putting back the deployment from before the search")
+        reset = api.reset(bisect_ctx)
+    doc = result.to_json()
+    ok = (
+        result.found
+        and (doc.get("first_bad"), doc.get("last_good")) == (8, 7)
+        and result.restarts <= (doc.get("max_restarts") or 0)
+    )
+    got = (
+        f"first bad budget {doc.get('first_bad')}, last good {doc.get('last_good')}: "
+        f"{result.restarts} restarts (bound {doc.get('max_restarts')}, a sweep needs {doc.get('candidates')})"
+    )
+    detail = [f"{s['value']}: {s['verdict']} ({s['seconds']:.1f} s)" for s in doc["steps"]] + [reset.message]
+    return DemoOutcome(
+        "bisect budget",
+        "first bad 8, last good 7, within ends + ceil(log2 n)",
+        got,
+        ok,
+        time.monotonic() - started,
+        None,
+        detail,
+    )
 
 
 DEFAULT_STEPS: list[DemoStep] = [step_lab_up, step_unpatched, step_patched]

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from k26ctl.errors import ConfigError
-from k26ctl.lab.paths import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR
+from k26ctl.lab.server.paths import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR
 
 ALGORITHMS = ("NONE", "DFLASH", "DDTREE")
 
@@ -48,7 +48,7 @@ class LabServerArgs:
     log_level: str
     skip_server_warmup: bool
     enable_deterministic_inference: bool = False
-    lab_step_cost: str | None = None  # k26ctl.lab.step_cost: the modelled GPU step time
+    lab_step_cost: str | None = None  # k26ctl.lab.server.step_cost: the modelled GPU step time
     lab_draft_order: int | None = None  # the n-gram drafter's context order (None: its config's)
 
     def to_json(self) -> dict[str, object]:
@@ -196,7 +196,7 @@ def parse_args(argv: list[str] | None = None) -> LabServerArgs:
 
 
 def _checked_step_cost(text: str | None) -> str | None:
-    from k26ctl.lab.step_cost import parse_step_cost
+    from k26ctl.lab.server.step_cost import parse_step_cost
 
     cost = parse_step_cost(text)
     return cost.describe() if cost is not None else None

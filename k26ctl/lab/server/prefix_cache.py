@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from k26ctl.lab.kv_pool import TokenToKVPool
+from k26ctl.lab.server.kv_pool import TokenToKVPool
 
 
 @dataclass

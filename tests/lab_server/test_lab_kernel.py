@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from k26ctl.lab import ddtree
-from k26ctl.lab.kv_pool import TokenToKVPool
-from k26ctl.lab.tree_loader import BUNDLED_TREE, LabTree, import_tree
+from k26ctl.lab.server import ddtree
+from k26ctl.lab.server.kv_pool import TokenToKVPool
+from k26ctl.lab.server.tree_loader import BUNDLED_TREE, LabTree, import_tree
 
 pytestmark = pytest.mark.lab
 

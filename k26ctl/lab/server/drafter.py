@@ -14,9 +14,9 @@ from pathlib import Path
 import torch
 
 from k26ctl.errors import ConfigError
-from k26ctl.lab.corpus import documents
-from k26ctl.lab.tokenizer import ByteTokenizer
-from k26ctl.lab.weights import CONFIG_FILE, verify_checksums, write_checksums
+from k26ctl.lab.server.corpus import documents
+from k26ctl.lab.server.tokenizer import ByteTokenizer
+from k26ctl.lab.server.weights import CONFIG_FILE, verify_checksums, write_checksums
 
 CORPUS_FILE = "corpus.txt"
 DEFAULT_BLOCK_SIZE = 8

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from k26ctl.errors import ConfigError, K26Error, PermissionDeniedError, UnreachableError
-from k26ctl.lab import netns
+from k26ctl.lab.host import netns
 
 LAB_PREFIX = "/opt/k26lab"
 SSH_PORT = 22
@@ -369,7 +369,7 @@ def _provision_opt(opt: Path) -> None:
     (site_dir / "k26ctl-project.pth").write_text(INNER_PROJECT_DIR + "\n")
     from k26ctl.resources import project_root
 
-    lab_src = project_root() / "k26ctl" / "lab"
+    lab_src = project_root() / "k26ctl" / "lab" / "server"
     tree = lab_src / "sglang_tree" / "sglang"
     if tree.is_dir():
         shutil.copytree(tree, lab / "sglang", dirs_exist_ok=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from k26ctl.lab.tokenizer import render_chat
+from k26ctl.lab.server.tokenizer import render_chat
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -18,11 +18,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the lab needs torch (pip install 'k26ctl[lab]')")
 
-from k26ctl.lab.drafter import NGramDrafter  # noqa: E402
-from k26ctl.lab.engine import Engine, SpecSettings  # noqa: E402
-from k26ctl.lab.tokenizer import ByteTokenizer, render_chat  # noqa: E402
-from k26ctl.lab.tree_loader import BUNDLED_TREE, LabTree, import_tree  # noqa: E402
-from k26ctl.lab.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model  # noqa: E402
+from k26ctl.lab.server.drafter import NGramDrafter  # noqa: E402
+from k26ctl.lab.server.engine import Engine, SpecSettings  # noqa: E402
+from k26ctl.lab.server.tokenizer import ByteTokenizer, render_chat  # noqa: E402
+from k26ctl.lab.server.tree_loader import BUNDLED_TREE, LabTree, import_tree  # noqa: E402
+from k26ctl.lab.server.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model  # noqa: E402
 from k26ctl.resources import project_root  # noqa: E402
 
 TOKENIZER = ByteTokenizer()
@@ -34,6 +34,7 @@ PROMPTS = [
     "Bread is made from",
 ]
 MAX_NEW = 80
+PROJECT = str(project_root())
 PATCH_FILE = project_root() / "templates" / "patches" / "triton-ddtree-verify-width.yaml"
 BACKEND_REL = Path("sglang/srt/layers/attention/triton_backend.py")
 
@@ -155,8 +156,9 @@ def start_server(
     port = free_port()
     log_path = tmp / f"server-{port}.log"
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("K26LAB_", "SGLANG_"))}
-    full_env.pop("PYTHONPATH", None)
     full_env.update(env or {})
+    # the server runs the same checkout as the tests (the env's own PYTHONPATH, e.g. a patched tree, first)
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in ((env or {}).get("PYTHONPATH"), PROJECT) if p)
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "k26ctl.lab.serve", "--host", "127.0.0.1", "--port", str(port), *args],

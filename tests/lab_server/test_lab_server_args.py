@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from k26ctl.errors import ConfigError
-from k26ctl.lab.server_args import parse_args
+from k26ctl.lab.server.server_args import parse_args
 
 
 def test_defaults_and_ddtree_resolution() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from k26ctl.errors import ConfigError
-from k26ctl.lab.model import ModelConfig, TinyDecoder
-from k26ctl.lab.paths import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, WEIGHTS_ROOT
+from k26ctl.lab.server.model import ModelConfig, TinyDecoder
+from k26ctl.lab.server.paths import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, WEIGHTS_ROOT
 
 __all__ = ["DEFAULT_DRAFT_DIR", "DEFAULT_MODEL_DIR", "WEIGHTS_ROOT", "load_model", "save_model"]
 

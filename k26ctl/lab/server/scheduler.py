@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from k26ctl.lab.engine import Engine, Req
-from k26ctl.lab.step_cost import StepPacer
-from k26ctl.lab.tokenizer import ByteTokenizer
+from k26ctl.lab.server.engine import Engine, Req
+from k26ctl.lab.server.step_cost import StepPacer
+from k26ctl.lab.server.tokenizer import ByteTokenizer
 
 _ids = itertools.count()
 BATCH_WINDOW_S = 0.003  # how long an idle scheduler waits for companions of a first request

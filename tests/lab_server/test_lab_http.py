@@ -310,6 +310,6 @@ def test_the_bug_from_outside_and_the_fix(servers: dict[str, LiveServer]) -> Non
     assert (
         httpx.get(servers["broken"].url + "/server_info", timeout=10)
         .json()["lab"]["tree"]
-        .endswith("/k26ctl/lab/sglang_tree")
+        .endswith("/k26ctl/lab/server/sglang_tree")
     )
     assert httpx.get(servers["plain"].url + "/metrics", timeout=10).status_code == 404

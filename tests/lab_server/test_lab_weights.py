@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from k26ctl.errors import ConfigError
-from k26ctl.lab.train import train
-from k26ctl.lab.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model, verify_checksums
+from k26ctl.lab.server.train import train
+from k26ctl.lab.server.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model, verify_checksums
 
 pytestmark = pytest.mark.lab
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from k26ctl.lab.engine import SpecSettings
+from k26ctl.lab.server.engine import SpecSettings
 
 from .conftest import BACKEND_REL, TOKENIZER, prompt_ids, run_engine
 
@@ -117,8 +117,8 @@ def test_patched_tree_matches_plain_in_every_scope(
 
 
 def test_patch_sizes_only_the_target_backend(model: Any, drafter: Any, patched_root: Path) -> None:
-    from k26ctl.lab.engine import Engine
-    from k26ctl.lab.tree_loader import BUNDLED_TREE, import_tree
+    from k26ctl.lab.server.engine import Engine
+    from k26ctl.lab.server.tree_loader import BUNDLED_TREE, import_tree
 
     assert "k26ctl patch triton-ddtree-verify-width" in (patched_root / BACKEND_REL).read_text()
     spec = SpecSettings("DDTREE", block_size=8, budget=16, max_topk=1)

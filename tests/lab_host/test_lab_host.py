@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from k26ctl.errors import K26Error
-from k26ctl.lab import host as labhost
 from k26ctl.lab.host import INNER_PROJECT_DIR, LabHostState, lab_down, lab_status, lab_up, leftovers
+from k26ctl.lab.host import machine as labhost
 from k26ctl.remote import connect
 from k26ctl.resources import project_root
-
-from .conftest import lab_profile
+from tests.support.hosts import lab_profile
 
 NAMES = ("t-remote-p1", "t-remote-p2")
 
@@ -96,10 +95,10 @@ def test_provisioning(lab_host: LabHostState) -> None:
         denied = h.run(["touch", str(root / "k26ctl-write-probe")])
         assert not denied.ok and "Read-only" in denied.stderr
         # the lab SGLang tree and weights (when the checkout has them) are copied under /opt/k26lab
-        tree = root / "k26ctl" / "lab" / "sglang_tree" / "sglang" / "__init__.py"
+        tree = root / "k26ctl" / "lab" / "server" / "sglang_tree" / "sglang" / "__init__.py"
         if tree.exists():
             assert h.read_file("/opt/k26lab/sglang/__init__.py") == tree.read_bytes()
-        weights = root / "k26ctl" / "lab" / "weights"
+        weights = root / "k26ctl" / "lab" / "server" / "weights"
         if weights.is_dir():
             for item in weights.iterdir():
                 if not item.name.startswith((".", "__")):
