@@ -13,6 +13,7 @@ class ExitCode:
     USAGE = 2
     CHANGES_PENDING = 3  # deploy --check: something would change
     UNAVAILABLE = 69  # host or server unreachable
+    IO_ERROR = 74  # an output (stdout, a report file) could not be written
     NOPERM = 77  # permission denied (sudo needs a password, not root for the lab host)
     CONFIG = 78  # bad profile or config
     BISECT_SKIP = 125  # git bisect run: this value cannot be judged
@@ -53,6 +54,12 @@ class UnreachableError(K26Error):
 
 class HostKeyError(UnreachableError):
     """The host key is unknown (without opt-in) or changed."""
+
+
+class OutputError(K26Error):
+    """An output could not be written: stdout closed or full, a report file, a state file."""
+
+    exit_code = ExitCode.IO_ERROR
 
 
 class PermissionDeniedError(K26Error):

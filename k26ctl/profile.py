@@ -232,14 +232,13 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    from k26ctl import inputs, yamlsafe
+
+    text = inputs.read_text(
+        path, what="profile", max_bytes=inputs.MAX_PROFILE_BYTES, hint="check the path, or list profiles/"
+    )
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"profile not found: {path}", "check the path, or list profiles/") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read profile {path}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
+        data = yamlsafe.load(text, str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -276,8 +275,25 @@ def _expanded_size(node: Any, limit: int) -> int:
     return count
 
 
+# `extends:` chains are a few files long; a longer one is a mistake (or a generated attack).
+MAX_EXTENDS_CHAIN = 16
+
+
+def _resolve(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: RuntimeError before Python 3.13, OSError after
+        from k26ctl.termsafe import clean
+
+        raise ConfigError(f"profile {clean(str(path), limit=300)}: symbolic link loop") from None
+
+
 def _load_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[Path]]:
-    path = path.resolve()
+    path = _resolve(path)
+    if len(seen) >= MAX_EXTENDS_CHAIN:
+        raise ConfigError(
+            f"{seen[0]}: extends chain longer than {MAX_EXTENDS_CHAIN} files", "shorten the extends: chain"
+        )
     if path in seen:
         cycle = " -> ".join(p.name for p in [*seen, path])
         raise ConfigError(f"extends cycle: {cycle}", "remove one of the extends: lines")
@@ -286,6 +302,8 @@ def _load_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], list[Path
     chain = [*seen, path]
     if parent_ref is None:
         return data, [path]
+    if not isinstance(parent_ref, str) or not parent_ref or "\x00" in parent_ref:
+        raise ConfigError(f"{path}: extends must be a file name", "for example: extends: base.yaml")
     if not isinstance(parent_ref, str) or not parent_ref:
         raise ConfigError(f"{path}: extends must be a file name", "for example: extends: base.yaml")
     parent_data, parent_chain = _load_chain(path.parent / parent_ref, chain)
@@ -336,6 +354,8 @@ def _format_validation_error(exc: ValidationError, where: str) -> ConfigError:
 
 def parse_override(spec: str) -> tuple[list[str], str, Any]:
     """`a.b=value` -> (['a', 'b'], raw text, parsed value). Values use YAML flow syntax."""
+    from k26ctl import yamlsafe
+
     if "=" not in spec:
         raise ConfigError(f"--set {spec!r}: expected KEY=VALUE", "for example --set spec.ddtree.budget=7")
     key, raw = spec.split("=", 1)
@@ -343,7 +363,7 @@ def parse_override(spec: str) -> tuple[list[str], str, Any]:
     if not key or any(not part for part in key.split(".")):
         raise ConfigError(f"--set {spec!r}: empty key", "for example --set spec.ddtree.budget=7")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yamlsafe.load(raw, f"--set {key}") if raw.strip() else ""
     except yaml.YAMLError:
         value = raw  # not YAML: keep the literal text, the model decides whether it fits
     if _expanded_size(value, MAX_PROFILE_VALUES) > MAX_PROFILE_VALUES:
@@ -416,6 +436,12 @@ def load_profile(path: str | Path, overrides: Iterable[str] = ()) -> LoadedProfi
         if candidate is not None:
             path = candidate
     data, chain = _load_chain(path, [])
+    if not data and len(chain) == 1:
+        raise ConfigError(
+            f"{path}: the profile is empty",
+            "an empty profile would deploy the built-in Kimi K2.6 defaults to k26-host; "
+            "name at least the host and model, or write `extends: base.yaml` to mean the defaults",
+        )
     overrides = list(overrides)
     _check_unknown_keys(data, Profile, str(path), "")
     merged = apply_overrides(data, overrides)

@@ -16,7 +16,7 @@ from k26ctl.bisect.engine import Reporter, SearchResult, Strategy, run_search
 from k26ctl.bisect.logfile import parse_log, render_log
 from k26ctl.bisect.numeric import NumericSearch, max_probes
 from k26ctl.bisect.plan import Change
-from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec
+from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec, StepRecord
 from k26ctl.bisect.setdiff import differing_keys, with_assignment
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner, HostDeployer
 from k26ctl.errors import ConfigError, K26Error, UsageError
@@ -46,6 +46,7 @@ class Context:
     note: Callable[[str], None] = field(default=lambda message: None)
     on_deploy_event: Callable[[Any], None] | None = None
     state_directory: Path | None = None
+    run_recorded_command: bool = False  # replay: the operator allows the log's --run CMD (still confirmed)
 
 
 def _abs(path: str) -> str:
@@ -215,19 +216,25 @@ def resume(ctx: Context) -> SearchResult:
 
 
 def replay(path: Path, ctx: Context) -> SearchResult:
-    """Start a session from a log's verdicts (no deploy for them), then finish the search if needed."""
+    """Start a session from a log's verdicts (no deploy for them), then finish the search if needed.
+
+    A log whose search judges with `--run CMD` would run CMD for the remaining steps: that command
+    comes from a file, so it runs only when the operator passed `--run-recorded-command` AND
+    confirmed that exact command and directory on a terminal (`--yes` never covers it)."""
     parsed = parse_log(path)
     session = _session(ctx)
     _refuse_existing(session)
     spec = parsed.spec
     prepared = prepare(spec)
+    plan_done = _plan_done(parsed.steps, prepared)
+    if spec.run and not plan_done:
+        _confirm_recorded_command(ctx, spec.run, spec.cwd)
     with session.locked():
         _refuse_existing(session)
         spec.original = None
         session.create(spec)
         for step in parsed.steps:
             session.record_finish(step)
-        plan_done = _finished_without_steps(session, prepared)
         if not plan_done:
             _confirm(ctx, f"The log does not finish the search of {prepared.description}: deploy the rest?")
             if spec.deploy:
@@ -238,12 +245,31 @@ def replay(path: Path, ctx: Context) -> SearchResult:
         return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
 
 
-def _finished_without_steps(session: Session, prepared: Prepared) -> bool:
+def _plan_done(steps: list[StepRecord], prepared: Prepared) -> bool:
     from k26ctl.bisect.plan import Probe, assignment_id
 
-    verdicts = {assignment_id(s.assignment): s.verdict for s in session.finished_steps()}
-    plan = prepared.strategy.plan(lambda a: verdicts.get(assignment_id(a)))
-    return not isinstance(plan, Probe)
+    verdicts = {assignment_id(s.assignment): s.verdict for s in steps}
+    return not isinstance(prepared.strategy.plan(lambda a: verdicts.get(assignment_id(a))), Probe)
+
+
+def _confirm_recorded_command(ctx: Context, command: str, cwd: str) -> None:
+    from k26ctl.termsafe import clean
+
+    shown = f"command {clean(command, limit=2000)!r} in directory {clean(cwd, limit=500)!r}"
+    if not ctx.run_recorded_command:
+        raise UsageError(
+            f"the log judges each step by running a {shown}; replay does not run commands from a file: "
+            "nothing was changed",
+            "read the command; to run it, pass --run-recorded-command and confirm it on a terminal",
+        )
+    if ctx.confirm is None:
+        raise UsageError(
+            f"--run-recorded-command needs a terminal to confirm the {shown} (--yes does not cover it): "
+            "nothing was changed",
+            "run the replay from an interactive terminal",
+        )
+    if not ctx.confirm(f"The log runs this {shown} for each remaining step. Run it?"):
+        raise K26Error("bisect-config replay cancelled: nothing was changed")
 
 
 def log_text(ctx: Context) -> str:

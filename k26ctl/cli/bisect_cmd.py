@@ -27,7 +27,9 @@ Forms (the first argument may be a subcommand word):
       first bad value of numeric culprits (--no-refine to stop at the keys)
   k26ctl bisect-config --resume          continue after Ctrl-C, a lost connection or a crash
   k26ctl bisect-config log               print the session as a replayable log
-  k26ctl bisect-config replay FILE       start a session from a log's verdicts (then finish it)
+  k26ctl bisect-config replay FILE       start a session from a log's verdicts (then finish it;
+                                         a log that judges with --run CMD is refused unless
+                                         --run-recorded-command is given and CMD confirmed)
   k26ctl bisect-config reset             put back the deployment live before the search; end it
 
 \b
@@ -75,6 +77,11 @@ def register(app: typer.Typer) -> None:
         keep_deployment: bool = typer.Option(
             False, "--keep-deployment", help="reset: forget the session, leave the host as it is."
         ),
+        run_recorded_command: bool = typer.Option(
+            False,
+            "--run-recorded-command",
+            help="replay: allow the log's --run CMD, after confirming that exact command on a terminal.",
+        ),
         yes: bool = yes_option(),
         as_json: bool = json_option(),
     ) -> None:
@@ -88,6 +95,7 @@ def register(app: typer.Typer) -> None:
             session=session,
             yes=yes,
             confirm=_confirm if sys.stdin.isatty() and sys.stderr.isatty() else None,
+            run_recorded_command=run_recorded_command,
             reporter=printer,
             note=printer.note,
             on_deploy_event=printer.deploy_event,

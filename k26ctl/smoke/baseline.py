@@ -9,7 +9,6 @@ SGLang's CI demands every prompt to match; vLLM's accepts 66 %: the pass rule is
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,21 +45,21 @@ class Baseline:
         }
 
     def save(self, path: str | Path) -> None:
-        target = Path(path)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(target)
+        from k26ctl.outputs import write_atomic
+        from k26ctl.termsafe import json_text
+
+        write_atomic(path, json_text(self.to_json(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Baseline:
+        from k26ctl import inputs, jsonsafe
+
         source = Path(path)
+        hint = "record one with --record-baseline FILE"
         try:
-            data = json.loads(source.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(
-                f"baseline not found: {source}", "record one with --record-baseline FILE"
-            ) from None
-        except (OSError, ValueError) as exc:
+            raw = inputs.read_bytes(source, what="baseline", max_bytes=inputs.MAX_DATA_BYTES, hint=hint)
+            data = jsonsafe.loads(raw)
+        except ValueError as exc:
             raise ConfigError(
                 f"cannot read baseline {source}: {exc}", "record it again with --record-baseline"
             ) from None

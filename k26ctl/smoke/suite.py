@@ -141,11 +141,12 @@ def parse_suite(data: Any, where: str = "suite") -> Suite:
 
 def load_suite(name_or_path: str | Path | None = None) -> Suite:
     """Load a suite file, or a shipped suite by name (default: 'default')."""
+    from k26ctl import inputs, yamlsafe
+
     path = resolve_suite_path(name_or_path or "default")
+    text = inputs.read_text(path, what="suite", max_bytes=inputs.MAX_DATA_BYTES)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlsafe.load(text, str(path))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}", "fix the YAML syntax") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read suite {path}: {exc}") from None
     return parse_suite(data, str(path))

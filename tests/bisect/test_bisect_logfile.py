@@ -10,7 +10,7 @@ import pytest
 from k26ctl.bisect.logfile import parse_log, render_log
 from k26ctl.bisect.session import SessionSpec, StepRecord
 from k26ctl.bisect.verdict import Verdict
-from k26ctl.errors import UsageError
+from k26ctl.errors import ConfigError
 
 
 def step(n: int, assignment: dict, verdict: Verdict) -> StepRecord:
@@ -78,10 +78,10 @@ def test_set_mode_log_sets_every_changed_key() -> None:
 def test_a_file_without_the_spec_marker_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "log"
     path.write_text("k26ctl deploy x --yes\n")
-    with pytest.raises(UsageError):
+    with pytest.raises(ConfigError):  # a damaged input file: exit 78
         parse_log(path)
     path.write_text(
         '# k26-bisect-spec {"mode": "numeric"}\nx  # k26-bisect-step {"assignment": {}, "verdict": "meh"}\n'
     )
-    with pytest.raises(UsageError):
+    with pytest.raises(ConfigError):
         parse_log(path)

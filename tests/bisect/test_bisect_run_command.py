@@ -166,10 +166,64 @@ def test_cli_replay_of_an_edited_log_continues_the_search(tmp_path: Path, env: d
     (tmp_path / "log.txt").write_text("\n".join(kept) + "\n")
     calls.write_text("")
     assert k26ctl("bisect-config", "reset", env=env).returncode == 0
-    replayed = k26ctl("bisect-config", "replay", str(tmp_path / "log.txt"), "--yes", "--json", env=env)
-    assert replayed.returncode == 0, replayed.stderr
-    assert json.loads(replayed.stdout)["first_bad"] == 8
-    assert "7" not in calls.read_text().split() and "16" not in calls.read_text().split()
+    log = str(tmp_path / "log.txt")
+    # The command comes from a file: --yes alone never runs it; the refusal shows it and its directory.
+    refused = k26ctl("bisect-config", "replay", log, "--yes", "--json", env=env)
+    assert refused.returncode == 2, refused.stderr
+    assert run in refused.stderr and os.getcwd() in refused.stderr
+    assert "--run-recorded-command" in refused.stderr and "Traceback" not in refused.stderr
+    # Allowed by the flag but without a terminal to confirm that exact command: still refused.
+    no_tty = k26ctl("bisect-config", "replay", log, "--run-recorded-command", "--yes", env=env)
+    assert no_tty.returncode == 2 and "needs a terminal" in no_tty.stderr
+    assert calls.read_text() == ""
+    # On a terminal, declining the shown command changes nothing; confirming it finishes the search.
+    declined, transcript = _replay_on_a_terminal(log, env, answer="n")
+    assert declined != 0 and run in transcript and calls.read_text() == ""
+    assert k26ctl("bisect-config", "reset", "--keep-deployment", env=env).returncode in (0, 2)
+    code, transcript = _replay_on_a_terminal(log, env, answer="y")
+    assert code == 0, transcript
+    assert run in transcript and "first bad" in transcript.lower()
+    judged = calls.read_text().split()
+    assert judged and "7" not in judged and "16" not in judged
+
+
+def _replay_on_a_terminal(log: str, env: dict[str, str], answer: str) -> tuple[int, str]:
+    """`replay LOG --run-recorded-command` with stdin/stderr on a pseudo-terminal; answers every
+    question with `answer` once the prompt naming the command appeared. Returns (exit code, output)."""
+    import pty
+    import select
+
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "k26ctl", "bisect-config", "replay", log, "--run-recorded-command", "--yes"],
+        env=env,
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        close_fds=True,
+    )
+    os.close(secondary)
+    seen = b""
+    answered = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([primary], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if seen.count(b"[y/N]") > answered:
+                answered += 1
+                os.write(primary, answer.encode() + b"\n")
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(primary)
+    return proc.returncode, seen.decode("utf-8", "replace")
 
 
 def test_cli_end_check_failure_stops_with_a_message(env: dict[str, str]) -> None:
