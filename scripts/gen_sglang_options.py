@@ -1,28 +1,34 @@
 #!/usr/bin/env python3
-"""Generate k26ctl/data/sglang_options.json from a real SGLang release's own argument parser.
+"""Generate k26ctl/data/sglang_options.json from the argument parsers of real SGLang releases.
 
-How: the release wheel is installed with `--no-deps` into a throwaway venv (system site packages
-visible, so torch and friends import when present), then `sglang.srt.server_args.ServerArgs.add_cli_args`
-builds SGLang's real argparse parser and the table is read from its actions. Third-party modules that
-are not installed are replaced by permissive stub modules (only missing top-level non-SGLang packages;
-SGLang's own code always runs for real). The parser is only built, never used to launch anything.
+How: each release wheel (0.5.14 to 0.5.23) is unpacked and imported by a helper venv (system site
+packages visible, so torch and friends import when present, plus a few small packages SGLang needs
+while importing); `sglang.srt.server_args.ServerArgs.add_cli_args` builds SGLang's real argparse parser
+and the table is read from its actions. Third-party modules that are not installed are replaced by
+permissive stub modules (only missing top-level non-SGLang packages; SGLang's own code always runs for
+real). The parser is only built, never used to launch anything.
 
-The DDTree flags of the open PR sgl-project/sglang#29907 (`--speculative-ddtree-budget`, algorithm
-DDTREE) are not in any release; they are added from the PR's description and marked `"source": "pr"`.
+The file is compact: the oldest release's table in full, then per release what it added, removed or
+changed (flags, choices, deprecations) and which speculative algorithms appeared or went. The DDTree
+branch (open PR sgl-project/sglang#29907) is no release: its additions (`--speculative-ddtree-budget`,
+algorithm DDTREE, its environment knobs) are listed separately, from the branch's `server_args.py`
+and `environ.py` at the revision named below.
 
-Usage: scripts/gen_sglang_options.py [--version 0.5.15] [--wheel PATH] [--out k26ctl/data/sglang_options.json]
-The wheel is looked up in /tmp/sglang-wheels, else fetched with `pip download --no-deps`.
+Usage: scripts/gen_sglang_options.py [--versions 0.5.14,...] [--cache /work/cache] [--out PATH]
+Wheels are looked up in CACHE/sglang-X/, else fetched there with `pip download --no-deps`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
 import venv
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -168,21 +174,30 @@ print(json.dumps({
 )
 
 # Small helpers SGLang calls while importing (their results are used, so a stub will not do).
-REAL_DEPENDENCIES = ["dill", "psutil", "tqdm", "pybase64", "pyzmq"]
+REAL_DEPENDENCIES = ["dill", "psutil", "tqdm", "pybase64", "pyzmq", "msgspec"]
 
-# DDTree, from sgl-project/sglang#29907 (not in any release; a DDTree host runs the PR branch).
-DDTREE_OPTIONS: list[dict[str, Any]] = [
-    {
-        "flags": ["--speculative-ddtree-budget"],
-        "dest": "speculative_ddtree_budget",
-        "takes_value": True,
-        "nargs": None,
-        "choices": None,
-        "hidden": False,
-        "help": "DDTREE only. Tree budget B: the verify width is B + 1 tokens.",
-    }
-]
-DDTREE_ALGORITHMS = ["DDTREE"]
+RELEASES = ["0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
+
+# The DDTree branch of sgl-project/sglang#29907 (revision 93e9850e), on top of roughly 0.5.15.
+DDTREE_BRANCH: dict[str, Any] = {
+    "name": "DDTree PR #29907",
+    "revision": "93e9850e430035f8a363fd881a6a0c5436b95108",
+    "options": [
+        {
+            "flags": ["--speculative-ddtree-budget"],
+            "dest": "speculative_ddtree_budget",
+            "value": True,
+            "type": "int",
+        }
+    ],
+    "algorithms": ["DDTREE"],
+    # environ.py of the branch: name -> [type, default]
+    "environment": {
+        "SGLANG_DDTREE_MAX_TOPK": ["int", 6],
+        "SGLANG_DDTREE_DEPTH_BONUS": ["float", 0.2],
+        "SGLANG_DDTREE_RANK_PROBE": ["bool", False],
+    },
+}
 
 _DEPRECATED = re.compile(r"\bdeprecated\b", re.IGNORECASE)
 _REPLACEMENT = re.compile(
@@ -190,45 +205,48 @@ _REPLACEMENT = re.compile(
 )
 
 
-def annotate(option: dict[str, Any], source: str) -> dict[str, Any]:
-    """Mark deprecated options and the replacement their help text names."""
+def compact_option(option: dict[str, Any]) -> dict[str, Any]:
+    """One parser action as stored: only what validation reads, defaults left out."""
+    out: dict[str, Any] = {"flags": option["flags"], "dest": option["dest"]}
+    if option["takes_value"]:
+        out["value"] = True
+    if option["nargs"] is not None:
+        out["nargs"] = option["nargs"]
+    if option["choices"] is not None:
+        out["choices"] = option["choices"]
     help_text = option.get("help") or ""
-    deprecated = bool(_DEPRECATED.search(help_text))
-    match = _REPLACEMENT.search(help_text) if deprecated else None
-    replacement = match.group(1).rstrip(".,") if match else None
-    return {
-        **option,
-        "deprecated": deprecated,
-        "replacement": replacement,
-        "source": source,
-        "help": help_text[:240],
-    }
+    if _DEPRECATED.search(help_text):
+        match = _REPLACEMENT.search(help_text)
+        out["deprecated"] = match.group(1).rstrip(".,") if match else True
+    if option.get("hidden"):
+        out["hidden"] = True
+    return out
 
 
-def find_wheel(version: str, wheel: Path | None, cache: Path) -> Path:
-    if wheel is not None:
-        return wheel
-    for folder in (Path("/tmp/sglang-wheels"), cache):
-        found = sorted(folder.glob(f"sglang-{version}-*.whl"))
-        if found:
-            return found[0]
-    cache.mkdir(parents=True, exist_ok=True)
+def find_wheel(version: str, cache: Path) -> Path:
+    folder = cache / f"sglang-{version}"
+    found = sorted(folder.glob(f"sglang-{version}-*.whl"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", f"sglang=={version}", "-d", str(cache)],
+        [sys.executable, "-m", "pip", "download", "--no-deps", f"sglang=={version}", "-d", str(folder)],
         check=True,
     )
-    return sorted(cache.glob(f"sglang-{version}-*.whl"))[0]
+    return sorted(folder.glob(f"sglang-{version}-*.whl"))[0]
 
 
-def create_parser_venv(wheel: Path, env_dir: Path, stub_modules: list[str] | None = None) -> Path:
-    """A venv (over the system site packages) with the release installed --no-deps; returns its python.
+def create_parser_venv(wheel: Path | None, env_dir: Path, stub_modules: list[str] | None = None) -> Path:
+    """A venv (over the system site packages) with the helper packages and, given a wheel, the release
+    installed --no-deps; returns its python.
 
     With `stub_modules`, a .pth hook stubs exactly those modules at start-up, so a plain
     `from sglang.srt.server_args import ServerArgs` works there (tests use it as a stand-in host)."""
     venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"]
-    subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
+    if wheel is not None:
+        subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
     deps = subprocess.run([*pip, *REAL_DEPENDENCIES], capture_output=True, text=True, check=False)
     if deps.returncode != 0:
         sys.stderr.write(deps.stderr)
@@ -246,53 +264,81 @@ def create_parser_venv(wheel: Path, env_dir: Path, stub_modules: list[str] | Non
     return python
 
 
-def extract(wheel: Path) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="k26ctl-sglang-") as tmp:
-        python = create_parser_venv(wheel, Path(tmp) / "venv")
-        result = subprocess.run(
-            [str(python), "-c", EXTRACT], capture_output=True, text=True, check=False, cwd=tmp
+def extract(wheel: Path, python: Path, workdir: Path) -> dict[str, Any]:
+    """The raw parser dump of one release, imported from its unpacked wheel."""
+    source = workdir / wheel.stem
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(source, [n for n in archive.namelist() if n.startswith("sglang/")])
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    result = subprocess.run(
+        [str(python), "-c", EXTRACT], capture_output=True, text=True, check=False, cwd=workdir, env=env
+    )
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr)
+        raise SystemExit(f"building the parser of {wheel.name} failed (exit {result.returncode})")
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def release_entry(raw: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """flags[0] -> compact option, and the built-in speculative algorithms, of one release dump."""
+    options = {o["flags"][0]: compact_option(o) for o in raw["options"]}
+    algorithms = sorted(a for a in raw["speculative_algorithms"] if a != "NONE")
+    return options, algorithms
+
+
+def build_table(raws: list[dict[str, Any]]) -> dict[str, Any]:
+    """The compact table: the first release in full, then each next release as a delta."""
+    entries = [release_entry(raw) for raw in raws]
+    base_options, base_algorithms = entries[0]
+    deltas = []
+    for (previous, previous_algos), (current, algos), raw in zip(entries, entries[1:], raws[1:]):
+        deltas.append(
+            {
+                "version": raw["version"],
+                "added": [current[k] for k in sorted(current) if k not in previous],
+                "removed": sorted(k for k in previous if k not in current),
+                "changed": [current[k] for k in sorted(current) if k in previous and current[k] != previous[k]],
+                "algorithms_added": [a for a in algos if a not in previous_algos],
+                "algorithms_removed": [a for a in previous_algos if a not in algos],
+            }
         )
-        if result.returncode != 0:
-            sys.stderr.write(result.stderr)
-            raise SystemExit(f"building SGLang's parser failed (exit {result.returncode})")
-        data: dict[str, Any] = json.loads(result.stdout)
-        return data
-
-
-def build_table(raw: dict[str, Any]) -> dict[str, Any]:
-    version = raw["version"]
-    options = [annotate(o, f"sglang-{version}") for o in raw["options"]]
-    known = {f for o in options for f in o["flags"]}
-    options += [annotate(o, "pr-29907") for o in DDTREE_OPTIONS if o["flags"][0] not in known]
-    algorithms = [a for a in raw["speculative_algorithms"] if a != "NONE"]
     return {
-        "sglang_version": version,
         "generated_by": "scripts/gen_sglang_options.py",
         "parser": "sglang.srt.server_args.ServerArgs.add_cli_args",
-        "stubbed_modules": raw["stubbed"],
-        "speculative_algorithms": {
-            "release": algorithms,
-            "pr-29907": DDTREE_ALGORITHMS,
+        "releases": [raw["version"] for raw in raws],
+        "stubbed_modules": {raw["version"]: raw["stubbed"] for raw in raws},
+        "base": {
+            "version": raws[0]["version"],
+            "options": [base_options[k] for k in sorted(base_options)],
+            "algorithms": base_algorithms,
         },
-        "options": sorted(options, key=lambda o: o["flags"][0]),
+        "deltas": deltas,
+        "branches": {"ddtree": DDTREE_BRANCH},
     }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--version", default="0.5.15")
-    ap.add_argument("--wheel", type=Path)
+    ap.add_argument("--versions", default=",".join(RELEASES))
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    ap.add_argument("--cache", type=Path, default=Path("/tmp/k26ctl-sglang-wheels"))
+    ap.add_argument("--cache", type=Path, default=Path("/work/cache"))
     args = ap.parse_args()
-    wheel = find_wheel(args.version, args.wheel, args.cache)
-    table = build_table(extract(wheel))
+    versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    with tempfile.TemporaryDirectory(prefix="k26ctl-sglang-") as tmp:
+        python = create_parser_venv(None, Path(tmp) / "venv")
+        raws = []
+        for version in versions:
+            raw = extract(find_wheel(version, args.cache), python, Path(tmp))
+            if raw["version"] != version:
+                raise SystemExit(f"the wheel of {version} reports version {raw['version']}")
+            print(f"sglang {version}: {len(raw['options'])} options", file=sys.stderr)
+            raws.append(raw)
+    table = build_table(raws)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(table, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    print(
-        f"{args.out}: {len(table['options'])} options from sglang {table['sglang_version']}"
-        f" (stubbed: {', '.join(table['stubbed_modules']) or 'none'})"
-    )
+    args.out.write_text(json.dumps(table, separators=(",", ":")) + "\n", encoding="utf-8")
+    size = args.out.stat().st_size
+    print(f"{args.out}: {len(versions)} releases, {size} bytes")
 
 
 if __name__ == "__main__":
