@@ -126,6 +126,9 @@ class SGLangConfig(_Model):
     python: str = "/opt/sglang/venv/bin/python"
     entrypoint: str = "sglang.launch_server"  # module run with `python -m`
     package_root: str | None = None  # override where the sglang package lives on the host
+    # The host's SGLang release, choosing the option table validation uses; deploy and
+    # `validate --remote` fill it from the host when it is not set.
+    version: str | None = Field(default=None, pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+[A-Za-z0-9.+-]*$")
     model_path: str = "moonshotai/Kimi-K2.6"
     served_model_name: str | None = None
     host: str = "0.0.0.0"

@@ -176,7 +176,7 @@ print(json.dumps({
 # Small helpers SGLang calls while importing (their results are used, so a stub will not do).
 REAL_DEPENDENCIES = ["dill", "psutil", "tqdm", "pybase64", "pyzmq", "msgspec"]
 
-RELEASES = ["0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
+RELEASES = [f"0.5.{n}" for n in range(14, 24)]
 
 # The DDTree branch of sgl-project/sglang#29907 (revision 93e9850e), on top of roughly 0.5.15.
 DDTREE_BRANCH: dict[str, Any] = {
@@ -292,13 +292,17 @@ def build_table(raws: list[dict[str, Any]]) -> dict[str, Any]:
     entries = [release_entry(raw) for raw in raws]
     base_options, base_algorithms = entries[0]
     deltas = []
-    for (previous, previous_algos), (current, algos), raw in zip(entries, entries[1:], raws[1:]):
+    for (previous, previous_algos), (current, algos), raw in zip(
+        entries, entries[1:], raws[1:], strict=False
+    ):
         deltas.append(
             {
                 "version": raw["version"],
                 "added": [current[k] for k in sorted(current) if k not in previous],
                 "removed": sorted(k for k in previous if k not in current),
-                "changed": [current[k] for k in sorted(current) if k in previous and current[k] != previous[k]],
+                "changed": [
+                    current[k] for k in sorted(current) if k in previous and current[k] != previous[k]
+                ],
                 "algorithms_added": [a for a in algos if a not in previous_algos],
                 "algorithms_removed": [a for a in previous_algos if a not in algos],
             }

@@ -33,6 +33,11 @@ class HostFacts:
     patch_actions: list[Any]  # k26ctl.patches.host.PatchAction, one per known patch
     history: list[DeployRecord] = field(default_factory=list)
     history_raw: bytes | None = None  # the file as read (None: no history yet)
+    sglang_version: str | None = None  # the host's SGLang release, when it can be told
+
+    @property
+    def patch_states(self) -> dict[str, str]:
+        return {a.name: a.state for a in self.patch_actions}
 
     @property
     def unit_sha(self) -> str | None:
@@ -67,13 +72,16 @@ def read_unit(host: Host, path: str) -> str | None:
 def gather_facts(host: Host, systemd: Any, profile: Profile, unit_path: str) -> HostFacts:
     """Independent reads run side by side over the one connection: each is a round trip, and a
     deploy that changes nothing is mostly these."""
-    from k26ctl.patches.host import plan_patches
+    from k26ctl.patches.host import plan_patches, sglang_version_on_host
 
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="k26ctl-facts") as pool:
         unit_text = pool.submit(read_unit, host, unit_path)
         props = pool.submit(systemd.show, *SHOW_PROPS)
         actions = pool.submit(plan_patches, host, profile)
         history = pool.submit(host.read_file, history_path(profile.service.name), sudo=True)
+        version = (
+            pool.submit(sglang_version_on_host, host, profile) if profile.sglang.version is None else None
+        )
         raw_history = history.result()
         return HostFacts(
             unit_path=unit_path,
@@ -82,4 +90,5 @@ def gather_facts(host: Host, systemd: Any, profile: Profile, unit_path: str) -> 
             patch_actions=list(actions.result()),
             history=parse_history(raw_history.decode("utf-8", "replace")) if raw_history else [],
             history_raw=raw_history,
+            sglang_version=version.result() if version is not None else profile.sglang.version,
         )

@@ -34,7 +34,7 @@ from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
 from k26ctl.deploy.readiness import ProbeResult, UnitState
 from k26ctl.deploy.steps import StepLog
-from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
+from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.health import ReadinessResult, check_ready_once, read_unit_state, wait_ready
 from k26ctl.profile import LoadedProfile, Profile
 from k26ctl.remote.base import Host
@@ -130,6 +130,27 @@ def deploy(
     return result
 
 
+def _check_against_host(ctx: Context, facts: HostFacts) -> None:
+    """The profile judged again with the host's SGLang release and patch states (the option table of
+    that release, the known bug lifted where the host's tree is fixed; flags the table does not know
+    go to the host's own parser). Nothing has changed yet, so an error here stops the deploy cleanly."""
+    from k26ctl.validate.checks import validate_against_host
+
+    with ctx.log.step("host-check", "checking the profile against the host's SGLang") as handle:
+        report = validate_against_host(
+            ctx.profile, ctx.host, sglang_version=facts.sglang_version, host_patches=facts.patch_states
+        )
+        if not report.valid:
+            first = report.errors[0]
+            on = f" (SGLang {facts.sglang_version} on the host)" if facts.sglang_version else ""
+            raise ConfigError(
+                f"{first.code}: {first.message}{on}", first.hint or "run `k26ctl validate --remote`"
+            )
+        lifted = [f.message for f in report.findings if f.code == "known-bug/ddtree-mask-width-lifted"]
+        version = f"SGLang {facts.sglang_version}" if facts.sglang_version else "SGLang version not found"
+        handle.ok("; ".join([version, *lifted]))
+
+
 def _run(ctx: Context, opts: DeployOptions) -> None:
     log, result, profile = ctx.log, ctx.result, ctx.profile
     # Probing the running server is read-only and most deploys change nothing: probe while the facts
@@ -140,6 +161,7 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
     with log.step("facts", "reading the host's state"):
         ctx.facts = facts = gather_facts(ctx.host, ctx.systemd, profile, ctx.unit_path)
     ctx.early_probe = early_probe
+    _check_against_host(ctx, facts)
     changes, applied = patch_changes(facts.patch_actions)
     smoke = smoke_decision(
         opts.smoke,

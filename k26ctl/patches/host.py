@@ -41,6 +41,17 @@ try:
     version = md.version("sglang")
 except Exception:
     pass
+if version is None and root is not None:
+    import os, re
+    for name in ("_version.py", "version.py"):
+        try:
+            with open(os.path.join(root, name), encoding="utf-8") as handle:
+                found = re.search(r"^__version__\s*=\s*[\"']([^\"']+)", handle.read(), re.M)
+        except OSError:
+            continue
+        if found:
+            version = found.group(1)
+            break
 print(json.dumps({"root": root, "version": version, "python": sys.version.split()[0]}))
 """
 
@@ -149,6 +160,14 @@ def locate_sglang(host: Host, profile: Profile) -> SGLangTree:
             "set service.environment.PYTHONPATH or sglang.package_root in the profile",
         )
     return SGLangTree(root=str(root), version=found.get("version"), python=profile.sglang.python)
+
+
+def sglang_version_on_host(host: Host, profile: Profile) -> str | None:
+    """The host's SGLang version (package metadata, else its version file); None when not found."""
+    try:
+        return locate_sglang(host, profile).version
+    except PatchError:
+        return None
 
 
 def find_package_root(host: Host, profile: Profile) -> str:

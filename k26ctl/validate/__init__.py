@@ -11,7 +11,6 @@ from k26ctl.validate.checks import collect_findings, ensure_valid, validate_prof
 from k26ctl.validate.findings import Finding, Level, ValidationReport, merge_findings
 from k26ctl.validate.on_host import remote_findings
 from k26ctl.validate.options import (
-    OPTION_TABLE,
     SGLANG_ENTRYPOINTS,
     Option,
     OptionTable,
@@ -19,6 +18,7 @@ from k26ctl.validate.options import (
     load_option_table,
     parse_flags,
 )
+from k26ctl.validate.releases import OPTION_TABLE, ReleaseCatalog, load_catalog
 from k26ctl.validate.rules import RULES, Context, known_patch_names, rule
 from k26ctl.validate.systemd_verify import interpret_verify, missing_executable_line, verify_unit_locally
 
@@ -32,11 +32,13 @@ __all__ = [
     "Option",
     "OptionTable",
     "ParsedArgs",
+    "ReleaseCatalog",
     "ValidationReport",
     "collect_findings",
     "ensure_valid",
     "interpret_verify",
     "known_patch_names",
+    "load_catalog",
     "load_option_table",
     "merge_findings",
     "missing_executable_line",

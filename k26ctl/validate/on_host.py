@@ -17,13 +17,22 @@ from k26ctl.validate.systemd_verify import interpret_verify
 def remote_findings(host: Host, profile: Profile) -> list[Finding]:
     """The checks only the host can answer: its own SGLang parser on the rendered flags, and
     `systemd-analyze verify` of the unit there (including that the interpreter exists)."""
+    return remote_findings_and_version(host, profile)[0]
+
+
+def remote_findings_and_version(host: Host, profile: Profile) -> tuple[list[Finding], str | None]:
+    """remote_findings, and the SGLang version the host's parser reported (None if it did not)."""
     launch = render_launch(profile)
-    findings = list(_host_parser_findings(host, profile, launch))
+    seen: list[str | None] = []
+    findings = list(host_parser_findings(host, profile, launch, seen))
     findings.extend(_host_verify_findings(host, profile))
-    return findings
+    return findings, (seen[0] if seen else None)
 
 
-def _host_parser_findings(host: Host, profile: Profile, launch: LaunchSpec) -> Iterator[Finding]:
+def host_parser_findings(
+    host: Host, profile: Profile, launch: LaunchSpec, versions: list[str | None] | None = None
+) -> Iterator[Finding]:
+    """The host's own SGLang parser on the rendered flags (`versions` receives the version it reports)."""
     if profile.sglang.entrypoint not in SGLANG_ENTRYPOINTS:
         yield Finding(
             "info",
@@ -47,6 +56,8 @@ def _host_parser_findings(host: Host, profile: Profile, launch: LaunchSpec) -> I
             "check sglang.python and service.environment.PYTHONPATH",
         )
         return
+    if versions is not None:
+        versions.append(result.version)
     version = result.version or "unknown version"
     for flag in result.unknown_flags:
         yield Finding(

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import difflib
-import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
+from typing import Any
 
-from k26ctl.errors import ConfigError
 from k26ctl.validate.findings import Finding
+from k26ctl.validate.releases import ReleaseCatalog, load_catalog
 
-OPTION_TABLE = Path(__file__).resolve().parent.parent / "data" / "sglang_options.json"
 SGLANG_ENTRYPOINTS = ("sglang.launch_server", "sglang")
 # Profile keys that own a flag: passing the flag through extra_args as well is a conflict.
 PROFILE_KEY_FOR_DEST = {
@@ -47,10 +45,15 @@ class Option:
 
 @dataclass
 class OptionTable:
-    sglang_version: str
+    """The options one SGLang release accepts (or, with no release named, any release does)."""
+
+    sglang_version: str  # a label for messages: "0.5.23", or "0.5.14-0.5.23" when no version is known
     options: tuple[Option, ...]
     algorithms: tuple[str, ...]
     pr_algorithms: tuple[str, ...]
+    release: str | None = None
+    note: str = ""
+    catalog: ReleaseCatalog | None = field(default=None, repr=False)
     by_flag: dict[str, Option] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -72,35 +75,37 @@ class OptionTable:
         return match[0] if match else None
 
 
-@cache
-def load_option_table(path: Path = OPTION_TABLE) -> OptionTable:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"cannot read the SGLang option table {path}: {exc}",
-            "regenerate it: scripts/gen_sglang_options.py",
-        ) from None
-    options = tuple(
-        Option(
-            flags=tuple(o["flags"]),
-            dest=o["dest"],
-            takes_value=bool(o["takes_value"]),
-            nargs=o.get("nargs"),
-            choices=tuple(o["choices"]) if o.get("choices") is not None else None,
-            deprecated=bool(o.get("deprecated")),
-            replacement=o.get("replacement"),
-            hidden=bool(o.get("hidden")),
-            source=o.get("source", ""),
-        )
-        for o in raw["options"]
+def _option(record: dict[str, Any]) -> Option:
+    deprecated = record.get("deprecated")
+    nargs = record.get("nargs")
+    choices = record.get("choices")
+    return Option(
+        flags=tuple(record["flags"]),
+        dest=str(record["dest"]),
+        takes_value=bool(record.get("value")),
+        nargs=nargs if isinstance(nargs, (int, str)) else None,
+        choices=tuple(str(c) for c in choices) if isinstance(choices, list) else None,
+        deprecated=bool(deprecated),
+        replacement=deprecated if isinstance(deprecated, str) else None,
+        hidden=bool(record.get("hidden")),
+        source=str(record.get("source", "")),
     )
-    algos = raw.get("speculative_algorithms", {})
+
+
+@cache
+def load_option_table(version: str | None = None) -> OptionTable:
+    """The table for the host's SGLang version (sglang.version); every release merged without one."""
+    catalog = load_catalog()
+    resolved = catalog.resolve(version)
+    label = resolved.release or catalog.span
     return OptionTable(
-        sglang_version=raw["sglang_version"],
-        options=options,
-        algorithms=tuple(algos.get("release", [])),
-        pr_algorithms=tuple(a for k, v in algos.items() if k != "release" for a in v),
+        sglang_version=label,
+        options=tuple(_option(r) for r in catalog.records_for(resolved.release)),
+        algorithms=tuple(catalog.algorithms_for(resolved.release)),
+        pr_algorithms=tuple(catalog.branch_algorithms),
+        release=resolved.release,
+        note=resolved.note,
+        catalog=catalog,
     )
 
 
@@ -205,19 +210,7 @@ def parse_flags(
             )
             continue
         if option.choices is not None:
-            for value in values:
-                if value not in option.choices:
-                    guess = difflib.get_close_matches(value, list(option.choices), n=1, cutoff=0.5)
-                    hint = (
-                        f"did you mean {guess[0]!r}?"
-                        if guess
-                        else f"choices: {', '.join(option.choices[:20])}"
-                    )
-                    findings.append(
-                        Finding(
-                            "error", "flags/invalid-choice", f"{flag} {value!r} is not a valid choice", hint
-                        )
-                    )
+            findings.extend(_choice_findings(flag, option, values, table))
         if option.dest in parsed.values:
             findings.append(
                 Finding(
@@ -238,6 +231,35 @@ def _duplicate_hint(dest: str) -> str:
     return "remove the extra copy from sglang.extra_args"
 
 
+def _choice_findings(flag: str, option: Option, values: list[str], table: OptionTable) -> Iterator[Finding]:
+    assert option.choices is not None
+    for value in values:
+        if value in option.choices:
+            continue
+        elsewhere = table.catalog.releases_with_choice(flag, value) if table.catalog else []
+        if table.release is not None and elsewhere:
+            yield Finding(
+                "error",
+                "flags/invalid-choice",
+                f"{flag} {value!r} is not a choice in SGLang {table.release} (it is in {_span(elsewhere)})",
+                f"choices in {table.release}: {', '.join(option.choices[:20])}",
+            )
+            continue
+        guess = difflib.get_close_matches(value, list(option.choices), n=1, cutoff=0.5)
+        where = "" if table.release else "any "
+
+        yield Finding(
+            "error",
+            "flags/invalid-choice",
+            f"{flag} {value!r} is not a valid choice in {where}SGLang {table.sglang_version}",
+            f"did you mean {guess[0]!r}?" if guess else f"choices: {', '.join(option.choices[:20])}",
+        )
+
+
+def _span(releases: list[str]) -> str:
+    return releases[0] if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+
+
 def _resolve_unknown(flag: str, table: OptionTable, findings: list[Finding]) -> Option | None:
     matches = table.prefix_matches(flag)
     if len(matches) == 1:
@@ -251,21 +273,55 @@ def _resolve_unknown(flag: str, table: OptionTable, findings: list[Finding]) -> 
             )
         )
         return matches[0]
-    guess = table.did_you_mean(flag)
     if len(matches) > 1:
         names = ", ".join(sorted(m.flags[0] for m in matches)[:5])
-        findings.append(
-            Finding("error", "flags/ambiguous", f"{flag} is ambiguous ({names})", "write the full flag")
-        )
-    else:
+        elsewhere = table.catalog.releases_with_flag(flag) if table.catalog else []
+        history = ""
+        if table.release is not None and elsewhere:
+            history = f"; {_not_in_release(flag, table, elsewhere).message}"
         findings.append(
             Finding(
-                "error",
-                "flags/unknown",
-                f"unknown SGLang flag {flag} (not in SGLang {table.sglang_version} or DDTree PR #29907)",
-                f"did you mean {guess}?"
-                if guess
-                else "see `python -m sglang.launch_server --help` on the host",
+                "error", "flags/ambiguous", f"{flag} is ambiguous ({names}){history}", "write the full flag"
             )
         )
+        return None
+    elsewhere = table.catalog.releases_with_flag(flag) if table.catalog else []
+    if table.release is not None and elsewhere:
+        findings.append(_not_in_release(flag, table, elsewhere))
+        return None
+    guess = table.did_you_mean(flag)
+    findings.append(
+        Finding(
+            "warning",
+            "flags/unknown",
+            f"{flag} is not in the option table of SGLang {table.sglang_version} (nor the DDTree branch):"
+            " the host's own parser decides (validate --remote; deploy asks it before applying)",
+            f"did you mean {guess}?" if guess else "see `python -m sglang.launch_server --help` on the host",
+        )
+    )
     return None
+
+
+def _not_in_release(flag: str, table: OptionTable, elsewhere: list[str]) -> Finding:
+    """A flag other releases have but the host's does not: say which release removed or added it."""
+    assert table.catalog is not None and table.release is not None
+    releases = table.catalog.releases
+    here = releases.index(table.release)
+    older = [r for r in elsewhere if releases.index(r) < here]
+    if older:
+        removed_in = releases[releases.index(older[-1]) + 1]
+        record = table.catalog.last_record(flag) or {}
+        replacement = record.get("deprecated")
+        hint = f"use {replacement}" if isinstance(replacement, str) else "remove it"
+        return Finding(
+            "error",
+            "flags/removed",
+            f"{flag} was removed in SGLang {removed_in} (last in {older[-1]}); the host runs {table.release}",
+            hint,
+        )
+    return Finding(
+        "error",
+        "flags/not-in-release",
+        f"{flag} is new in SGLang {elsewhere[0]}; the host runs {table.release}, which does not have it",
+        "remove it, or upgrade the host's SGLang (then set sglang.version)",
+    )

@@ -20,8 +20,9 @@ FIX_PATCH = "triton-ddtree-verify-width"
 # Algorithms that take their block size from the DFlash drafter.
 BLOCK_ALGORITHMS = ("DFLASH", "DDTREE")
 DRAFT_REQUIRED = ("DFLASH", "DDTREE", "STANDALONE", "EAGLE3")
-# Speculative algorithms SGLang gained after the release the option table was generated from.
-LATER_ALGORITHMS = {"DSPARK": "0.5.16", "UNO": "0.5.20"}
+# Releases whose Triton backend sizes the target-verify mask from the block size (the bug); from
+# 0.5.17 it reads the width from spec_info (draft_token_num, then num_tokens_per_req from 0.5.21).
+MASK_BUG_RELEASES = ("0.5.14", "0.5.15", "0.5.16")
 KNOWN_SM120_BAD_BACKENDS = {
     "fa3": "FA3 kernels support SM80-SM90 only",
     "trtllm_mla": "trtllm_mla prefill fails on SM120 (SGLang issue #24633)",
@@ -34,6 +35,8 @@ class Context:
     launch: LaunchSpec
     args: ParsedArgs
     table: OptionTable
+    # name -> state from the host's patch check (applied, not-needed, ...); None when not asked
+    host_patches: dict[str, str] | None = None
 
     @property
     def algorithm(self) -> str:
@@ -60,26 +63,42 @@ def rule(fn: Rule) -> Rule:
 
 
 @rule
+def sglang_version_known(ctx: Context) -> Iterator[Finding]:
+    table = ctx.table
+    if table.note:
+        yield Finding("info", "sglang/version-table", table.note, "")
+    elif table.release is None:
+        yield Finding(
+            "info",
+            "sglang/version-unset",
+            f"sglang.version is not set: flags are checked against every release {table.sglang_version}",
+            "deploy and validate --remote read it from the host; set sglang.version to check one release",
+        )
+
+
+@rule
 def algorithm_known(ctx: Context) -> Iterator[Finding]:
     algo = ctx.algorithm
-    if algo == "NONE":
+    if algo == "NONE" or algo in ctx.table.algorithms or algo == "NEXTN":
         return
-    if algo in LATER_ALGORITHMS:
-        yield Finding(
-            "warning",
-            "spec/algorithm-version",
-            f"speculative algorithm {algo} needs SGLang {LATER_ALGORITHMS[algo]} or newer"
-            f" (the option table is from {ctx.table.sglang_version})",
-            "make sure the host runs a release that has it",
-        )
-    elif algo in ctx.table.pr_algorithms:
+    catalog = ctx.table.catalog
+    elsewhere = catalog.releases_with_algorithm(algo) if catalog else []
+    if algo in ctx.table.pr_algorithms:
         yield Finding(
             "info",
             "spec/algorithm-unreleased",
             f"{algo} is not in any SGLang release (PR #29907)",
             "the host must run the DDTree branch of SGLang",
         )
-    elif algo not in ctx.table.algorithms and algo != "NEXTN":
+    elif elsewhere:
+        yield Finding(
+            "error",
+            "spec/algorithm-version",
+            f"speculative algorithm {algo} is in SGLang {elsewhere[0]} and later, not in"
+            f" {ctx.table.sglang_version}: SGLang fails at start-up (Unknown speculative algorithm name)",
+            "upgrade the host's SGLang, or pick an algorithm this release has",
+        )
+    else:
         known = [*ctx.table.algorithms, "NEXTN", *ctx.table.pr_algorithms]
         guess = difflib.get_close_matches(algo, known, n=1)
         yield Finding(
@@ -87,6 +106,33 @@ def algorithm_known(ctx: Context) -> Iterator[Finding]:
             "spec/unknown-algorithm",
             f"unknown speculative algorithm {algo!r}: SGLang fails at start-up",
             f"did you mean {guess[0]}?" if guess else f"known: {', '.join(known)}",
+        )
+
+
+@rule
+def served_model_name_rules(ctx: Context) -> Iterator[Finding]:
+    """SGLang asserts the served model name holds no ':' (server_args.py; 0.5.23: validation_hook.py)."""
+    served = ctx.args.get("served_model_name")
+    name, key = (served, "sglang.served_model_name") if served else (ctx.args.get("model_path"), "")
+    if name and ":" in name:
+        where = key or "sglang.model_path (the served name defaults to it)"
+        yield Finding(
+            "error",
+            "sglang/served-name-colon",
+            f"served model name {name!r} contains ':': SGLang refuses to start",
+            f"set a name without ':' ({where})",
+        )
+
+
+@rule
+def entrypoint_runnable(ctx: Context) -> Iterator[Finding]:
+    if ctx.profile.sglang.entrypoint == "sglang":
+        yield Finding(
+            "error",
+            "sglang/entrypoint",
+            "`python -m sglang` cannot start: SGLang has no sglang/__main__.py (its `sglang` command is the"
+            " console script sglang.cli.main)",
+            "set sglang.entrypoint: sglang.launch_server",
         )
 
 
@@ -221,17 +267,39 @@ def ddtree_rules(ctx: Context) -> Iterator[Finding]:
         return
     raw_budget = ctx.args.get("speculative_ddtree_budget")
     budget = ctx.args.integer("speculative_ddtree_budget")
-    if raw_budget is None:
+    if raw_budget is not None and (budget is None or budget < 1):
         yield Finding(
             "error",
-            "ddtree/budget-required",
-            "DDTREE needs a tree budget",
-            "set spec.ddtree.budget (7 gives a verify width of 8, the Kimi drafter's block size)",
+            "ddtree/budget-invalid",
+            f"--speculative-ddtree-budget must be >= 1 (got {raw_budget!r})",
+            "",
         )
-    elif budget is None or budget < 1:
+    block = ctx.block_size()
+    effective = budget if budget is not None else (block - 1 if block else None)
+    if raw_budget is None:
+        default = f"block size - 1 = {effective}" if effective is not None else "block size - 1"
         yield Finding(
-            "error", "ddtree/budget-invalid", f"DDTree budget must be >= 1 (got {raw_budget!r})", ""
+            "info",
+            "ddtree/budget-default",
+            f"no tree budget: SGLang infers {default} (spine mode, a top-1 chain)",
+            "set spec.ddtree.budget so the rendered command says what runs",
         )
+    if effective is not None and block is not None and effective > block - 1:
+        backends = {
+            dest: ctx.args.get(dest) or ctx.args.get("attention_backend")
+            for dest in ("prefill_attention_backend", "decode_attention_backend")
+        }
+        wrong = {d: b for d, b in backends.items() if b != "triton"}
+        if wrong:
+            shown = ", ".join(f"{d.split('_')[0]} {b or 'SGLang default'}" for d, b in wrong.items())
+            yield Finding(
+                "error",
+                "ddtree/full-tree-backend",
+                f"DDTree budget {effective} > block size - 1 ({block - 1}) is full-tree mode, which needs"
+                f" triton attention for prefill and decode ({shown}): SGLang refuses to start",
+                "set sglang.attention_backend: triton (and no other prefill/decode backend),"
+                f" or a budget <= {block - 1}",
+            )
     page = ctx.args.integer("page_size")
     if page is None and not ctx.args.has("page_size"):
         yield Finding(
@@ -272,37 +340,65 @@ def ddtree_rules(ctx: Context) -> Iterator[Finding]:
     bonus = env.get("SGLANG_DDTREE_DEPTH_BONUS")
     if bonus is not None:
         try:
-            if float(bonus) < 0:
-                raise ValueError
+            float(bonus)
         except ValueError:
             yield Finding(
                 "error",
                 "ddtree/depth-bonus-invalid",
-                f"SGLANG_DDTREE_DEPTH_BONUS must be a number >= 0 (got {bonus!r})",
-                "set spec.ddtree.depth_bonus, e.g. 0.2",
+                f"SGLANG_DDTREE_DEPTH_BONUS must be a number (got {bonus!r})",
+                "set spec.ddtree.depth_bonus, e.g. 0.2 (lower or negative values favour wider, shallower"
+                " trees)",
             )
 
 
 @rule
 def known_bug_ddtree_mask_width(ctx: Context) -> Iterator[Finding]:
-    """SGLang's Triton backend sizes the target-verify custom mask from the block size, while DDTree
-    verifies budget+1 tokens: any budget with budget+1 != block size degenerates silently."""
+    """SGLang 0.5.14-0.5.16's Triton backend sizes the target-verify custom mask from the block size,
+    while DDTree verifies budget+1 tokens: any budget with budget+1 != block size degenerates silently.
+    Lifted where the host's tree already sizes it right (the patch check says "not needed")."""
     if ctx.algorithm != "DDTREE" or FIX_PATCH in ctx.patch_names():
         return
     backend = ctx.args.get("attention_backend")
     if backend is not None and backend != "triton":
         return
-    budget = ctx.args.integer("speculative_ddtree_budget")
     block = ctx.block_size()
-    if budget is None or (block is not None and budget + 1 == block):
+    budget = ctx.args.integer("speculative_ddtree_budget")
+    if budget is None:  # SGLang's default, block size - 1: the widths agree
+        return
+    if block is not None and budget + 1 == block:
+        return
+    state = (ctx.host_patches or {}).get(FIX_PATCH)
+    if state == "not-needed":
+        yield Finding(
+            "info",
+            "known-bug/ddtree-mask-width-lifted",
+            f"DDTree budget {budget}: the host's Triton backend already sizes verify rows as budget + 1"
+            f" (patch check of {FIX_PATCH}: not needed), so the mask-width bug does not apply",
+            "",
+        )
+        return
+    release = ctx.table.release
+    if release is not None and release not in MASK_BUG_RELEASES:
+        yield Finding(
+            "info",
+            "known-bug/ddtree-mask-width-lifted",
+            f"SGLang {release} reads the verify width from spec_info (fixed upstream in 0.5.17), so"
+            f" budget {budget} is sized right if the DDTree port sets it; `k26ctl patch status` confirms",
+            "",
+        )
         return
     width = f"verify width {budget + 1}"
     sized = f"block size {block}" if block is not None else "the block size (not set, so inferred)"
     on = "triton attention" if backend else "triton attention (SGLang's default for MLA on SM120)"
+    tree = (
+        f"SGLang {release}"
+        if release
+        else "an SGLang 0.5.14-0.5.16 tree (or a DDTree branch without the fix)"
+    )
     yield Finding(
         "warning",
         "known-bug/ddtree-mask-width",
-        f"DDTree budget {budget} on {on}: {width} but the backend sizes its verify mask from {sized};"
+        f"DDTree budget {budget} on {on}: {width}, but {tree} sizes its verify mask from {sized};"
         " output degenerates (e.g. 'The.r!!!!!!!!') while /health stays 200",
         f"add the '{FIX_PATCH}' patch (patches: [{FIX_PATCH}]), or use budget {block - 1 if block else 7}",
     )

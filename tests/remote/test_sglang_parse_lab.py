@@ -64,7 +64,8 @@ def release_python_on_lab(lab_host: LabHostState) -> str:
     assert spec and spec.loader
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    stubbed = json.loads((ROOT / "k26ctl" / "data" / "sglang_options.json").read_text())["stubbed_modules"]
+    table = json.loads((ROOT / "k26ctl" / "data" / "sglang_options.json").read_text())
+    stubbed = table["stubbed_modules"][VERSION]
     outside, inside = _venv_home(lab_host)
     outside.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{outside}.lock", "w") as lock:
