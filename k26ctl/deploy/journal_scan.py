@@ -14,20 +14,34 @@ from dataclasses import dataclass, field
 
 READY_TEXT = "The server is fired up and ready to roll!"
 
+# tqdm's bar (BAR_FORMAT in srt/utils/common.py) for both loaders in model_loader/weight_utils.py:
+# the default multi-thread one and the single-thread iterator. On a real host it reaches the journal
+# as ONE record at the end (the updates are joined by carriage returns), so it marks a phase more
+# than it shows progress.
 _PROGRESS_RE = re.compile(
-    r"Loading safetensors checkpoint shards:\s*(?P<pct>\d{1,3})%\s*Completed"
+    r"(?:Multi-thread loading shards|Loading safetensors checkpoint shards):\s*(?P<pct>\d{1,3})%\s*Completed"
     r"\s*\|\s*(?P<done>\d+)\s*/\s*(?P<total>\d+)"
 )
 _LOAD_END_RE = re.compile(r"Load weight end\.\s*elapsed=(?P<secs>[0-9.]+)\s*s")
 
-# SGLang's failure lines (srt/managers/*.py, srt/entrypoints/engine.py, srt/utils/watchdog.py).
+# SGLang's failure lines, each a text that exists verbatim in 0.5.15 and 0.5.23 (tests/conformance
+# checks them against the release sources).
 _FATAL_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # managers/scheduler.py, tokenizer_manager.py, detokenizer_manager.py, data_parallel_controller.py
     ("subprocess-exception", re.compile(r"\b[A-Za-z]+ hit an exception\b")),
+    # entrypoints/engine.py: the launch-phase SIGQUIT handler
     ("sigquit-from-child", re.compile(r"Received sigquit from a child process")),
-    ("scheduler-died", re.compile(r"scheduler (?:died during initialization|is dead)")),
+    # managers/tokenizer_manager.py: the running-phase handler, once the tokenizer loop has started
+    ("sigquit-child-failed", re.compile(r"SIGQUIT received\..*It usually means one child failed\.")),
+    # entrypoints/engine.py: `Rank N scheduler died during initialization (exit code: C)`
+    ("scheduler-died", re.compile(r"scheduler died during initialization")),
+    # utils/watchdog.py, after the schedulers report ready
     ("subprocess-crashed", re.compile(r"Subprocess \S+ \(pid=\d+\) crashed with exit code")),
-    ("exit-code", re.compile(r"\bExit code: -?[1-9]\d*\b")),
+    # utils/watchdog.py: a hard watchdog (soft=False) kills the server 5 s later
+    ("watchdog-timeout", re.compile(r"watchdog timeout \(self\.watchdog_timeout=[^,]*, self\.soft=False\)")),
+    # entrypoints/engine.py, managers/data_parallel_controller.py
     ("terminated", re.compile(r"\bterminated with -?[1-9]\d*\b")),
+    # entrypoints/http_server.py (warmup) and entrypoints/engine.py
     ("initialization-failed", re.compile(r"\bInitialization failed\b")),
 )
 

@@ -105,7 +105,9 @@ class ReadinessMachine:
     outcome: Outcome | None = None
     progress: LoadProgress | None = None
     ready_line_seen: bool = False
-    reported_load_seconds: float | None = None  # from `Load weight end. elapsed=`
+    # from the first `Load weight end. elapsed=` line: every rank logs one for the target model, then
+    # again for the draft model, so the first is the target's (the one a reload waits for)
+    reported_load_seconds: float | None = None
     started_ts_us: int | None = None  # journal time of systemd's Started line
     ready_ts_us: int | None = None  # journal time of the ready line
     stop_begin_ts_us: int | None = None  # journal times of stopping the replaced process
@@ -187,7 +189,8 @@ class ReadinessMachine:
             if event.progress is not None and event.progress.percent >= 100:
                 self._burst(now)
         elif sig is Signal.LOAD_END:
-            self.reported_load_seconds = event.load_seconds
+            if self.reported_load_seconds is None:
+                self.reported_load_seconds = event.load_seconds
             self._burst(now)
         elif sig is Signal.READY:
             self.ready_line_seen = True

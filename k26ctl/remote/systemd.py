@@ -173,7 +173,9 @@ class Systemd:
 
     def _journal_argv(self, *extra: str) -> list[str]:
         unit = ["--user-unit", self.unit] if self.user else ["-u", self.unit]
-        return ["journalctl", *unit, "-o", "json", "--no-pager", *extra]
+        # --all: without it journalctl -o json turns fields over 4096 bytes into null, and SGLang's
+        # tqdm load bar reaches the journal as one record of ~5 KB for a 64-shard checkpoint.
+        return ["journalctl", *unit, "-o", "json", "--all", "--no-pager", *extra]
 
     def journal(
         self,

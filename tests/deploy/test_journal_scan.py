@@ -80,7 +80,15 @@ def test_ready_line() -> None:
 def test_sglang_failure_patterns_are_fatal() -> None:
     assert fatal_pattern(SCHEDULER_CRASH[0]) == "subprocess-exception"
     assert fatal_pattern(SCHEDULER_CRASH[-1]) == "sigquit-from-child"
-    assert fatal_pattern("[2026-11-29 10:03:05] Exit code: -9") == "exit-code"
+    running = (
+        "[2026-11-29 10:09:41] SIGQUIT received. signum=3, frame=<frame at 0x7f, file 'x.py', line 1>."
+        " It usually means one child failed."
+    )
+    assert fatal_pattern(running) == "sigquit-child-failed"
+    hard = "[2026-11-29 10:20:00] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"
+    assert fatal_pattern(hard) == "watchdog-timeout"
+    # the soft watchdog only dumps debug information; the server goes on
+    assert fatal_pattern(hard.replace("soft=False", "soft=True")) is None
     assert (
         fatal_pattern(
             "RuntimeError: Rank 2 scheduler died during initialization (exit code: -9). If exit code is -9 "
@@ -102,7 +110,8 @@ def test_benign_lines_are_not_fatal() -> None:
         "[2026-11-29 10:00:00 TP0] Decode batch, #running-req: 1, #token: 512, token usage: 0.01, "
         "accept len: 3.42, accept rate: 0.35, cuda graph: True, gen throughput (token/s): 41.20, "
         "#queue-req: 0",
-        "Exit code: 0",
+        "Exit code: -9",  # no SGLang source prints this
+        "the scheduler is dead",
         '[2026-11-29 10:00:00] INFO: 127.0.0.1:51234 - "GET /health HTTP/1.1" 503 Service Unavailable',
         *WARNING_WITH_STACK,
     ]
@@ -181,3 +190,13 @@ def test_evidence_falls_back_to_the_last_lines_before_the_exit() -> None:
     assert evidence[-2].endswith("Address already in use")
     assert evidence[-1].endswith("status=1/FAILURE")
     assert evidence[0] == "line 13"
+
+
+def test_both_loaders_progress_bars_are_read() -> None:
+    """SGLang's default loader is multi-threaded; its bar arrives as one CR-joined record at the end."""
+    record = "\r".join(
+        f"Multi-thread loading shards: {round(100 * n / 64):3d}% Completed | {n}/64 [00:05<05:00, 5s/it]"
+        for n in range(0, 65)
+    )
+    progress = parse_progress(record)
+    assert progress is not None and (progress.percent, progress.done, progress.total) == (100, 64, 64)

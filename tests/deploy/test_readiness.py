@@ -215,3 +215,13 @@ def test_probes_quicken_around_the_expected_ready_time() -> None:
     assert m.next_wakeup(103.0) == 104.0  # a second before the expected ready time
     m.on_probe(NOT_YET, 104.0)
     assert round(m.next_wakeup(104.0), 3) == 104.2
+
+
+def test_the_target_models_load_time_is_kept_not_the_drafts() -> None:
+    """Every rank logs `Load weight end.` for the target, then again for the draft model (last)."""
+    m = machine()
+    for rank in range(2):
+        m.on_journal(f"[x TP{rank}] Load weight end. elapsed=371.22 s, type=DeepseekV3ForCausalLM", 101.0)
+    for rank in range(2):
+        m.on_journal(f"[x TP{rank}] Load weight end. elapsed=4.10 s, type=DFlashDraftModel", 102.0)
+    assert m.reported_load_seconds == 371.22
