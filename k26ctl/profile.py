@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from k26ctl.errors import ConfigError
 
@@ -99,11 +99,22 @@ class ServiceConfig(_Model):
     start_limit_interval_sec: int = Field(default=7200, ge=0)
     timeout_start_sec: int = Field(default=1800, ge=1)
     timeout_stop_sec: int = Field(default=120, ge=1)
+    # How long SGLang may take to finish its running requests after SIGTERM; systemd must wait that long.
+    drain_timeout_sec: int | None = Field(default=None, ge=0)
     limit_nofile: int = Field(default=65536, ge=1024)
     syslog_identifier: str | None = None
     hardening: bool = True
     wanted_by: str = "multi-user.target"
     after: list[str] = Field(default_factory=list)  # extra units to start after, e.g. nvidia-persistenced
+
+    @model_validator(mode="after")
+    def _stop_outlasts_drain(self) -> ServiceConfig:
+        if self.drain_timeout_sec is not None and self.timeout_stop_sec < self.drain_timeout_sec:
+            raise ValueError(
+                f"timeout_stop_sec ({self.timeout_stop_sec}) is shorter than drain_timeout_sec "
+                f"({self.drain_timeout_sec}): systemd would kill SGLang while it finishes its requests"
+            )
+        return self
 
 
 class DDTreeConfig(_Model):

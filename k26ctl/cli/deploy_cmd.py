@@ -15,6 +15,7 @@ from typing import Any
 import typer
 
 from k26ctl.cli.common import json_option, set_option, yes_option
+from k26ctl.errors import UsageError
 
 
 def interactive() -> bool:
@@ -47,13 +48,40 @@ def register(app: typer.Typer) -> None:
             False, "--accept-new-host-key", help="Trust and record an unknown host key (never a changed one)."
         ),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the server's journal lines."),
+        serial: int | None = typer.Option(
+            None, "--serial", min=1, help="Fleet: members per batch after the canary."
+        ),
+        max_fail: int | None = typer.Option(
+            None, "--max-fail", min=0, help="Fleet: failed members tolerated."
+        ),
+        min_healthy: int | None = typer.Option(
+            None, "--min-healthy", min=0, help="Fleet: never leave fewer healthy workers in the router."
+        ),
+        drain_timeout: float | None = typer.Option(
+            None, "--drain-timeout", help="Fleet: seconds to reach load 0."
+        ),
+        soak: float | None = typer.Option(None, "--soak", help="Fleet: seconds to watch a member once back."),
+        resume: bool = typer.Option(False, "--resume", help="Fleet: continue a halted or interrupted roll."),
     ) -> None:
-        """Deploy PROFILE to its host and prove the model came up and speaks sense.
+        """Deploy PROFILE to its host and prove the model came up and speaks sense. Given a fleet file
+        (top-level `fleet:`), roll it across the members behind the router: canary, then batches.
 
         Exit codes: 0 ok (or nothing to do), 1 the deploy failed (not ready, smoke failed, lock held),
         2 usage (also: changes pending with no terminal and no --yes), 3 changes pending (--check),
         69 host unreachable, 78 bad profile, 130 interrupted (the message says which unit is in place).
         Without a terminal k26ctl never prompts: changes need --yes or K26CTL_YES=1."""
+        from k26ctl.cli.fleet_cmd import deploy_fleet, is_fleet, refuse_fleet_options
+
+        roll: dict[str, Any] = {"serial": serial, "max_fail": max_fail, "min_healthy": min_healthy,
+                "drain_timeout": drain_timeout, "soak": soak, "resume": resume}  # fmt: skip
+        if is_fleet(profile):
+            if force or smoke is not None or rollback_on_failure:
+                raise UsageError(
+                    "--force, --smoke/--no-smoke and --rollback-on-failure do not apply to a fleet"
+                )
+            deploy_fleet(profile, overrides, check=check, diff=diff, as_json=as_json, yes=yes,
+                         accept_new_host_key=accept_new_host_key, **roll)  # fmt: skip
+        refuse_fleet_options(**roll)
         from k26ctl.deploy.preload import preload
 
         preload()

@@ -20,6 +20,10 @@ def register(app: typer.Typer) -> None:
         accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
     ) -> None:
         """Service state, whether the unit matches PROFILE, readiness, patches and recent deploys."""
+        from k26ctl.cli.fleet_cmd import is_fleet, status_fleet
+
+        if is_fleet(profile):
+            status_fleet(profile, overrides, as_json=as_json)
         from k26ctl.cli.common import print_json
         from k26ctl.deploy.status import host_status
         from k26ctl.profile import load_profile
@@ -80,10 +84,18 @@ def register(app: typer.Typer) -> None:
         yes: bool = yes_option(),
         accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the server's journal lines."),
+        resume: bool = typer.Option(False, "--resume", help="Fleet: continue a halted or interrupted roll."),
     ) -> None:
         """Restore the unit and patch set that were in place before the last change, restart, wait.
+        Given a fleet file, roll the rollback across the members behind the router.
 
         Without a terminal, --yes (or K26CTL_YES=1) is required."""
+        from k26ctl.cli.fleet_cmd import deploy_fleet, is_fleet, refuse_fleet_options
+
+        if is_fleet(profile):
+            deploy_fleet(profile, overrides, check=False, diff=False, as_json=as_json, yes=yes,
+                         accept_new_host_key=accept_new_host_key, rollback=True, resume=resume)  # fmt: skip
+        refuse_fleet_options(resume=resume)
         from k26ctl.cli.deploy_cmd import confirmer, run_and_present
         from k26ctl.deploy import DeployOptions, rollback
         from k26ctl.profile import load_profile

@@ -177,7 +177,8 @@ class Roll:
         previous = self.store.load()
         names = [m.name for m in self.members]
         targets = {m.name: m.fingerprint for m in self.members}
-        if previous is not None and previous.unfinished and set(previous.members) == set(names):
+        left_out = previous is not None and any(not s.in_service for s in previous.members.values())
+        if previous is not None and previous.unfinished and left_out and set(previous.members) == set(names):
             if not self.opts.resume:
                 raise UsageError(
                     f"fleet {self.fleet}: the last roll ({previous.run_id}) is {previous.status}: "
@@ -269,12 +270,12 @@ class Roll:
         try:
             if state.in_service:
                 self._check_cancel()
-                self._timed(member, "remove", lambda: self._remove(member))
+                self._timed(member, "remove", lambda: self._remove(member), "old")
                 self._check_cancel()
-                self._timed(member, "drain", lambda: self._drain(member, config))
+                self._timed(member, "drain", lambda: self._drain(member, config), config)
             self._check_cancel()
             self._set(member, rec.DEPLOYING, detail=f"{self.opts.action} running")
-            outcome = self._timed(member, "deploy", member.apply)
+            outcome = self._timed(member, "deploy", member.apply, "unknown")
             if not outcome.ok:
                 raise StepFailed(
                     self.opts.action, outcome.message or f"{self.opts.action} failed", outcome.config
@@ -283,18 +284,23 @@ class Roll:
                 member, rec.VERIFIED, config="new", detail=outcome.message, fingerprint=member.fingerprint
             )
             self._check_cancel()
-            self._timed(member, "add", lambda: self._add(member))
-            self._timed(member, "soak", lambda: self._soak(member))
+            self._timed(member, "add", lambda: self._add(member), "new")
+            self._timed(member, "soak", lambda: self._soak(member), "new")
             self._set(member, rec.NEW, config="new", detail="serving")
             return True
         except StepFailed as failure:
             self._fail(member, failure)
             return False
 
-    def _timed(self, member: MemberOps, step: str, fn: Callable[[], Any]) -> Any:
+    def _timed(self, member: MemberOps, step: str, fn: Callable[[], Any], config: str) -> Any:
+        """Run one step; an error the host or router raises fails the member at this step."""
         t0 = self._clock()
         try:
             return fn()
+        except Interrupted:
+            raise
+        except K26Error as exc:
+            raise StepFailed(step, exc.one_line(), config) from None
         finally:
             seconds = self._clock() - t0
             with self._lock:

@@ -142,7 +142,8 @@ def test_unit_settings_a_real_sglang_service_needs() -> None:
     assert u["StartLimitBurst"] == ["3"] and u["StartLimitIntervalSec"] == ["7200"]
     assert s["Type"] == ["simple"] and s["Restart"] == ["on-failure"]
     assert int(s["TimeoutStartSec"][0]) >= 1800
-    assert s["KillSignal"] == ["SIGINT"] and s["TimeoutStopSec"] == ["120"]
+    # SGLang drains on SIGTERM (sigterm_watchdog); only the main process gets it, so the drain finishes
+    assert s["KillSignal"] == ["SIGTERM"] and s["KillMode"] == ["mixed"] and s["TimeoutStopSec"] == ["360"]
     assert s["LimitNOFILE"] == ["65536"]
     assert s["SyslogIdentifier"] == ["sglang"]
     assert i["WantedBy"] == ["multi-user.target"]

@@ -47,6 +47,11 @@ class LabState:
         self.scheduler: Scheduler | None = None
         self.ready = threading.Event()
         self.stopping = threading.Event()
+        # Set on SIGTERM, as SGLang's `gracefully_exit`: /health answers 503 while the requests already
+        # taken finish; new requests are still served (SGLang does not refuse them either).
+        self.draining = threading.Event()
+        self._inflight: set[int] = set()  # requests taken over HTTP and not yet answered
+        self._inflight_lock = threading.Lock()
         self.lab_info: dict[str, Any] = {}
         self.health_timeout = float(os.environ.get("K26LAB_HEALTH_TIMEOUT", "20"))
 
@@ -81,24 +86,37 @@ class LabState:
         if isinstance(stop, str):
             stop = [stop]
         gen = GenRequest(list(input_ids), max(max_new, 1), stop_ids, list(stop))
+        with self._inflight_lock:
+            self._inflight.add(id(gen))
         self.scheduler.submit(gen)
         return gen
 
+    def inflight(self) -> int:
+        with self._inflight_lock:
+            return len(self._inflight)
+
+    def _answered(self, gen: GenRequest) -> None:
+        with self._inflight_lock:
+            self._inflight.discard(id(gen))
+
     def wait_events(self, gen: GenRequest, timeout: float | None = None) -> Iterator[tuple[str, Any]]:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self.stopping.is_set():
-                raise ApiError(503, "the server is shutting down", "ServiceUnavailableError")
-            wait = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
-            if wait <= 0:
-                raise TimeoutError
-            try:
-                kind, payload = gen.events.get(timeout=wait)
-            except queue.Empty:
-                continue
-            yield kind, payload
-            if kind in ("done", "error"):
-                return
+        try:
+            while True:
+                if self.stopping.is_set():
+                    raise ApiError(503, "the server is shutting down", "ServiceUnavailableError")
+                wait = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+                if wait <= 0:
+                    raise TimeoutError
+                try:
+                    kind, payload = gen.events.get(timeout=wait)
+                except queue.Empty:
+                    continue
+                yield kind, payload
+                if kind in ("done", "error"):
+                    return
+        finally:
+            self._answered(gen)
 
     def hang_if_faulty(self) -> None:
         if self.fault == "hang":
@@ -212,6 +230,7 @@ class Handler(BaseHTTPRequestHandler):
                 "/flush_cache": self.flush_cache,
                 "/get_model_info": self.model_info,
                 "/model_info": self.model_info,
+                "/get_load": self.get_load,
             }
         )
 
@@ -248,7 +267,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def health(self) -> None:
         st = self.state
-        if not st.ready.is_set() or st.scheduler is None:
+        if not st.ready.is_set() or st.scheduler is None or st.draining.is_set():
             self._send(503, b"")
             return
         gen = GenRequest([0], 1, set())
@@ -281,6 +300,25 @@ class Handler(BaseHTTPRequestHandler):
                     }
                 ],
             },
+        )
+
+    def get_load(self) -> None:
+        """SGLang's `/get_load` shape, one data-parallel rank: requests taken and not yet answered."""
+        st = self.state
+        totals = st.scheduler.snapshot() if st.scheduler else None
+        waiting = totals.queued if totals else 0
+        self._json(
+            200,
+            [
+                {
+                    "dp_rank": 0,
+                    "num_reqs": st.inflight(),
+                    "num_waiting_reqs": waiting,
+                    "num_tokens": 0,
+                    "num_pending_tokens": 0,
+                    "ts_tic": time.perf_counter(),
+                }
+            ],
         )
 
     def model_info(self) -> None:

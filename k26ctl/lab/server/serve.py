@@ -18,8 +18,13 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from k26ctl.lab.server.http_api import LabState
 
 FAULTS = ("exit-during-load", "scheduler-crash", "hang", "malformed")
 NUM_SHARDS = 16
@@ -219,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     while not stop.wait(0.5):
         pass
     log("Received shutdown signal; stopping.")
+    _drain_requests(state, log)
     state.stopping.set()
     scheduler.stop()
     httpd.shutdown()
@@ -232,6 +238,18 @@ def _pacer(args, engine):  # type: ignore[no-untyped-def]
     if cost is None:
         return None
     return StepPacer(cost, engine.spec.block_size, engine.spec.algorithm != "NONE")
+
+
+def _drain_requests(state: LabState, log: Callable[[str], None]) -> None:
+    """As SGLang on SIGTERM (tokenizer_manager.sigterm_watchdog): /health turns 503 and the process
+    waits until every request it took has been answered, reporting what remains, then exits."""
+    state.draining.set()
+    reported = 0.0
+    while (remaining := state.inflight()) > 0:
+        if time.monotonic() - reported >= 1.0:
+            log(f"Gracefully exiting... Remaining number of requests {remaining}.")
+            reported = time.monotonic()
+        time.sleep(0.05)
 
 
 def _drain(gen):  # type: ignore[no-untyped-def]

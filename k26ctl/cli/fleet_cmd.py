@@ -1,0 +1,123 @@
+"""`deploy`, `status` and `rollback` given a fleet file: the roll behind the router, presented.
+
+A fleet file is recognised by its top-level `fleet:` key; the profile commands hand it over here."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from k26ctl.errors import UsageError
+
+
+def is_fleet(path: str) -> bool:
+    from k26ctl.fleet.model import is_fleet_file
+
+    return is_fleet_file(path)
+
+
+def refuse_fleet_options(**given: Any) -> None:
+    """Roll options given with a single-host profile are a usage error (not silently ignored)."""
+    named = [f"--{k.replace('_', '-')}" for k, v in given.items() if v not in (None, False)]
+    if named:
+        raise UsageError(
+            f"{', '.join(named)} only apply to a fleet file", "pass a fleet file (top-level fleet:)"
+        )
+
+
+def _progress(event: Any) -> None:
+    if event.kind == "deploy":
+        if event.data.get("kind") == "step":
+            print(f"  [{event.member}] deploy: {event.message}", file=sys.stderr, flush=True)
+        return
+    who = f"[{event.member}] " if event.member else ""
+    if event.kind == "phase":
+        detail = event.data.get("detail") or ""
+        line = f"{who}{event.message}" + (f": {detail}" if detail and detail not in event.message else "")
+    elif event.kind == "step":
+        return
+    else:
+        line = f"{who}{event.kind}: {event.message}"
+    print(line, file=sys.stderr, flush=True)
+
+
+def result_text(result: Any) -> str:
+    record = result.record
+    lines = [f"fleet {record.fleet}: {record.action} {record.status} (run {record.run_id}): {record.reason}"]
+    width = max(len(n) for n in record.members)
+    for name, state in record.members.items():
+        steps = " ".join(f"{k} {v:.1f}s" for k, v in state.seconds.items())
+        where = result.where()[name]
+        detail = f"  [{state.detail}]" if state.detail and state.phase not in ("new", "old") else ""
+        lines.append(f"  {name:<{width}}  {where:<40} {steps}{detail}")
+    lines.append(f"wall {result.wall_seconds:.1f}s")
+    if record.status in ("halted", "interrupted"):
+        lines.append("  members out of the router stay out; continue with --resume once fixed")
+    return "\n".join(lines)
+
+
+def deploy_fleet(
+    path: str,
+    overrides: list[str],
+    *,
+    check: bool,
+    diff: bool,
+    as_json: bool,
+    yes: bool,
+    accept_new_host_key: bool,
+    rollback: bool = False,
+    **roll: Any,
+) -> None:
+    from k26ctl.cli.common import print_json
+    from k26ctl.fleet.api import check_fleet, roll_fleet, roll_options
+    from k26ctl.fleet.model import load_fleet
+
+    fleet = load_fleet(path, overrides)
+    if check or diff:
+        checked = check_fleet(fleet, diff=diff, accept_new_host_key=accept_new_host_key)
+        if as_json:
+            print_json(checked.to_json())
+        else:
+            for name, res in checked.results.items():
+                changes = res.plan.change_lines() if res.plan is not None else []
+                print(f"{name}: " + ("; ".join(changes) if changes else f"nothing to do ({res.verdict})"))
+                if diff and res.diff:
+                    print(res.diff)
+            for name, err in checked.errors.items():
+                print(f"{name}: error: {err}")
+        raise typer.Exit(checked.exit_code)
+    if not yes:
+        raise UsageError(
+            f"a fleet {'rollback' if rollback else 'deploy'} changes every member: pass --yes",
+            "see what would change first with --check",
+        )
+    options = roll_options(fleet, action="rollback" if rollback else "deploy", **roll)
+    result = roll_fleet(fleet, options, _progress, accept_new_host_key=accept_new_host_key)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        print(result_text(result), flush=True)
+    raise typer.Exit(result.exit_code)
+
+
+def status_fleet(path: str, overrides: list[str], *, as_json: bool) -> None:
+    from k26ctl.cli.common import print_json
+    from k26ctl.fleet.api import fleet_status
+    from k26ctl.fleet.model import load_fleet
+
+    status = fleet_status(load_fleet(path, overrides))
+    if as_json:
+        print_json(status.to_json())
+        raise typer.Exit(status.exit_code)
+    run = status.record
+    print(f"fleet {status.fleet}: router {status.router_url}: " + (status.router_error or
+          f"{sum(w.healthy for w in status.workers)}/{len(status.workers)} worker(s) healthy"))  # fmt: skip
+    if run:
+        print(
+            f"last run {run.run_id} ({run.action}): {run.status}" + (f": {run.reason}" if run.reason else "")
+        )
+    for name, m in status.members.items():
+        print(f"  {name}  {m['url']}  router: {m['router']}  {m['where']}")
+    raise typer.Exit(status.exit_code)
