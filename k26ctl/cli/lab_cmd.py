@@ -15,7 +15,7 @@ import typer
 from k26ctl.cli.common import json_option, print_json
 
 # ---- add further `k26ctl lab <command>` modules here (each has `register(lab_app: typer.Typer)`) ----
-LAB_COMMAND_MODULES: tuple[str, ...] = ("lab_demo",)
+LAB_COMMAND_MODULES: tuple[str, ...] = ("lab_demo", "lab_fleet")
 
 DEFAULT_NAME = "k26lab"
 
