@@ -48,7 +48,8 @@ def result_text(result: Any) -> str:
     lines = [f"fleet {record.fleet}: {record.action} {record.status} (run {record.run_id}): {record.reason}"]
     width = max(len(n) for n in record.members)
     for name, state in record.members.items():
-        steps = " ".join(f"{k} {v:.1f}s" for k, v in state.seconds.items())
+        order = ("remove", "drain", "deploy", "rollback", "add", "soak")
+        steps = " ".join(f"{k} {state.seconds[k]:.1f}s" for k in order if k in state.seconds)
         where = result.where()[name]
         detail = f"  [{state.detail}]" if state.detail and state.phase not in ("new", "old") else ""
         lines.append(f"  {name:<{width}}  {where:<40} {steps}{detail}")

@@ -267,6 +267,7 @@ class Roll:
         assert self.record is not None
         state = self.record.members[member.name]
         config = state.config
+        state.seconds = {}  # this attempt's steps only
         try:
             if state.in_service:
                 self._check_cancel()
@@ -444,7 +445,7 @@ class Roll:
             if phase == rec.DEPLOYING:
                 config = self._config_now(member)
             self._set(member, rec.INTERRUPTED, config=config, detail=f"{how} during {phase}")
-        self._finish(rec.STOPPED, f"interrupted ({how})")
+        self._finish(rec.STOPPED, how)
 
     def _config_now(self, member: MemberOps) -> str:
         """Read back whether the host matches the target (after an interrupted deploy)."""

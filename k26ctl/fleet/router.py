@@ -8,6 +8,7 @@ Facts this adapter relies on (checked against sglang-router 0.3.2 on loopback):
 - `DELETE /workers/{uuid}` (a URL instead of a UUID is a 400) answers 202; the worker leaves the list
   within milliseconds. Re-adding a URL gives a new UUID, so the UUID is looked up by URL every time.
 - The router keeps its worker list in memory only: after a restart it lists nothing.
+- A router that does not answer (restarting) is retried until the operation's own deadline.
 - Admin routes take `Authorization: Bearer KEY` when the router runs with control-plane keys.
 """
 
@@ -16,11 +17,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from k26ctl.errors import K26Error, UnreachableError
+
+T = TypeVar("T")
 
 
 class RouterError(K26Error):
@@ -130,20 +133,39 @@ class Router:
             return None
         return status if isinstance(status, dict) else None
 
+    def _until(self, deadline: float, call: Callable[[], T], interval: float = 0.2) -> T:
+        """`call()`, retried while the router does not answer (a restart takes a second or two)."""
+        while True:
+            try:
+                return call()
+            except UnreachableError:
+                if self._clock() >= deadline:
+                    raise
+                self._sleep(interval)
+
     # ---- operations that wait for their effect --------------------------------------------------
 
     def add(self, url: str, *, timeout: float = 60.0, interval: float = 0.2) -> Worker:
         """Register `url` and wait until it is listed and healthy. A failed registration job with the
         worker not listed, or the deadline, is an error (the caller decides what to do with it)."""
         url = normalize_url(url)
-        response = self._call("POST", "/workers", json={"url": url})
+        deadline = self._clock() + timeout
+        response = self._until(deadline, lambda: self._call("POST", "/workers", json={"url": url}))
         if response.status_code not in (200, 201, 202):
             raise RouterError(f"router {self.url}: POST /workers {url} answered {response.status_code}")
         worker_id = str(response.json().get("worker_id", ""))
-        deadline = self._clock() + timeout
         last_job: dict[str, Any] | None = None
         while True:
-            listed = self.find(url)
+            try:
+                listed = self.find(url)
+            except UnreachableError:
+                if self._clock() >= deadline:
+                    raise
+                # the router restarted (it forgets every worker and pending job): register again
+                self._sleep(interval)
+                response = self._until(deadline, lambda: self._call("POST", "/workers", json={"url": url}))
+                worker_id = str(response.json().get("worker_id", ""))
+                continue
             if listed is not None and listed.healthy:
                 return listed
             if worker_id and listed is None:
@@ -163,16 +185,16 @@ class Router:
     def remove(self, url: str, *, timeout: float = 10.0, interval: float = 0.05) -> bool:
         """Take `url` out of rotation and confirm it left the list. False when it was not listed."""
         url = normalize_url(url)
-        listed = self.find(url)
+        deadline = self._clock() + timeout
+        listed = self._until(deadline, lambda: self.find(url))
         if listed is None:
             return False
-        response = self._call("DELETE", f"/workers/{listed.id}")
+        response = self._until(deadline, lambda: self._call("DELETE", f"/workers/{listed.id}"))
         if response.status_code not in (200, 202, 204, 404):
             raise RouterError(
                 f"router {self.url}: DELETE /workers/{listed.id} answered {response.status_code}"
             )
-        deadline = self._clock() + timeout
-        while self.find(url) is not None:
+        while self._until(deadline, lambda: self.find(url)) is not None:
             if self._clock() >= deadline:
                 raise RouterError(f"router {self.url}: {url} still listed {timeout:g} s after DELETE")
             self._sleep(interval)

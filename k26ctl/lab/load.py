@@ -176,8 +176,9 @@ def _served_model(base: str) -> str:
         return "default"
 
 
-def _send(client: httpx.Client, body: dict[str, Any], prompt: str, kind: str, sent: float, t0: float,
-          score: Any) -> Sample:  # fmt: skip
+def _send(
+    client: httpx.Client, body: dict[str, Any], prompt: str, kind: str, sent: float, t0: float, score: Any
+) -> Sample:
     try:
         response = client.post("/v1/chat/completions", json=body)
     except httpx.HTTPError as exc:

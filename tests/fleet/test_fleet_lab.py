@@ -1,0 +1,218 @@
+"""Rolling deploys on the real lab: 3 lab hosts (systemd + sshd in nspawn, the lab server) behind the
+real sglang-router, one fleet for the whole module, load through the router during every roll."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from k26ctl.fleet.record import LocalStore
+from k26ctl.lab.load import LoadReport, run_load
+from k26ctl.resources import project_root
+
+QUICK_SUITE = Path(__file__).resolve().parents[1] / "deploy" / "data" / "quick-suite.yaml"
+
+pytestmark = [pytest.mark.labhost, pytest.mark.lab, pytest.mark.timeout(900)]
+PATCHED = ["--set", "spec.ddtree.budget=16", "--set", "patches=[triton-ddtree-verify-width]"]
+UNPATCHED = ["--set", "spec.ddtree.budget=16", "--set", "patches=[]"]
+QUICK = ["--set", f"smoke.suite={QUICK_SUITE}"]
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "K26CTL_YES"}
+    env["NO_COLOR"] = "1"
+    env["PYTHONPATH"] = str(project_root())  # this checkout, as the lab hosts see it
+    return env
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[Any]:
+    from k26ctl.lab.host import prerequisite_problem
+
+    reason = prerequisite_problem()
+    if reason:
+        pytest.skip(f"lab host unavailable: {reason}")
+    pytest.importorskip("sglang_router")
+    from k26ctl.lab.fleet import lab_fleet_down, lab_fleet_up
+
+    name = os.environ.get("K26CTL_TEST_LAB", "k26test") + "f"
+    lab_fleet_down(name)  # a run killed earlier
+    state = lab_fleet_up(name, 3)
+    try:
+        yield state
+    finally:
+        lab_fleet_down(name)
+
+
+def k26(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "k26ctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        cwd=project_root(),
+    )
+
+
+def roll(fleet: Any, *args: str) -> tuple[int, dict[str, Any], str]:
+    proc = k26("deploy", fleet.fleet_file, *args, *QUICK, "--yes", "--json")
+    try:
+        return proc.returncode, json.loads(proc.stdout), proc.stderr
+    except ValueError:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}") from None
+
+
+def listed(fleet: Any) -> dict[str, bool]:
+    workers = httpx.get(fleet.router_url + "/workers", timeout=5, trust_env=False).json()["workers"]
+    return {w["url"]: w["is_healthy"] for w in workers}
+
+
+class Load:
+    """Chat load through the router in the background for the length of a block, at least `least`."""
+
+    def __init__(self, fleet: Any, least: int = 0) -> None:
+        self.url, self.least, self.stop = fleet.router_url, least, threading.Event()
+        self.report: LoadReport | None = None
+        self.thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        self.report = run_load(self.url, requests=5000, duration=600, concurrency=2, stop=self.stop)
+
+    def __enter__(self) -> Load:
+        self.thread.start()
+        time.sleep(3)  # some traffic before the roll starts
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        time.sleep(3)  # and some after it ended
+        while self.report is None and len(self.samples_so_far()) < self.least:
+            time.sleep(0.5)
+        self.stop.set()
+        self.thread.join(120)
+
+    def samples_so_far(self) -> list[Any]:
+        return self.report.samples if self.report else []
+
+
+def test_rolling_budget_7_to_patched_16_under_load_fails_no_request(fleet: Any) -> None:
+    t0 = time.time()
+    with Load(fleet, least=200) as load:
+        started = time.time()
+        code, doc, err = roll(fleet, *PATCHED)
+        ended = time.time()
+    assert code == 0, (doc, err)
+    assert doc["status"] == "done" and doc["order"] == fleet.hosts  # canary first, then one at a time
+    assert {m["where"] for m in doc["members"].values()} == {"new config, serving"}
+    assert load.report is not None
+    total = load.report.summary(load.report.samples)
+    during = load.report.summary(load.report.select(started, ended))
+    outside = load.report.summary(load.report.select(started, ended, inside=False))
+    print(f"\nload during the roll: {during}\nload outside the roll: {outside}\nroll {ended - started:.1f}s")
+    assert total["sent"] >= 200 and during["sent"] > 0 and outside["sent"] > 0
+    assert total["failed"] == 0 and total["degenerate"] == 0, load.report.to_json()
+    assert set(listed(fleet)) == set(fleet.urls) and all(listed(fleet).values())
+    assert t0 <= started
+
+
+def test_rolling_to_unpatched_16_halts_at_the_canary_and_clients_never_see_degenerate_text(
+    fleet: Any,
+) -> None:
+    canary, *others = fleet.hosts
+    with Load(fleet) as load:
+        code, doc, err = roll(fleet, *UNPATCHED)
+    assert code == 1 and doc["status"] == "halted", (doc, err)
+    assert doc["order"][0] == canary and doc["reason"].startswith(f"canary {canary} failed")
+    assert "smoke" in doc["members"][canary]["detail"]
+    assert doc["members"][canary]["where"] == "failed, out of router (new config)"
+    assert all(doc["members"][o]["where"] == "old config, serving" for o in others)
+    # the router sends traffic to the two others only, and they still run the patched budget 16
+    assert set(listed(fleet)) == set(fleet.urls[1:])
+    for other in others:
+        check = k26("deploy", fleet.fleet_file, *PATCHED, "--check", "--json")
+        assert json.loads(check.stdout)["members"][other]["exit_code"] == 0
+    assert load.report is not None
+    summary = load.report.summary(load.report.samples)
+    assert summary["sent"] > 0 and summary["degenerate"] == 0 and summary["failed"] == 0, (
+        load.report.to_json()
+    )
+    # a new roll is refused until the halted one is resumed: the canary stays out meanwhile
+    refused = k26("deploy", fleet.fleet_file, *PATCHED, "--yes")
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    assert set(listed(fleet)) == set(fleet.urls[1:])
+
+
+def test_resume_after_the_fix_finishes_the_roll(fleet: Any) -> None:
+    code, doc, err = roll(fleet, *PATCHED, "--resume")
+    assert code == 0 and doc["status"] == "done", (doc, err)
+    assert doc["order"] == [fleet.hosts[0]]  # the others are already at the target: untouched
+    assert set(listed(fleet)) == set(fleet.urls)
+
+
+def _spawn_roll(fleet: Any, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    out = open(log, "wb")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        [sys.executable, "-m", "k26ctl", "deploy", fleet.fleet_file, *args, *QUICK, "--yes"],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env=cli_env(),
+        cwd=project_root(),
+    )
+
+
+def _wait_for(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in log.read_text(errors="replace"):
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+
+
+def test_ctrl_c_mid_roll_then_a_router_restart_mid_resume(fleet: Any, tmp_path: Path) -> None:
+    first, second, third = fleet.hosts
+    log = tmp_path / "roll.log"
+    change = [
+        "--set",
+        "sglang.max_running_requests=12",
+    ]  # a unit change on every member, whatever came before
+    proc = _spawn_roll(fleet, log, *change)
+    _wait_for(log, f"[{second}] deploy: restart: changed", proc)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(120) == 130, log.read_text()
+    text = log.read_text()
+    assert f"{first}  new config, serving" in text
+    assert f"{second}  interrupted, out of router" in text
+    assert f"{third}  old config, serving" in text
+    record = LocalStore(fleet.name).load()
+    assert record is not None and record.status == "interrupted"
+    assert set(listed(fleet)) == {fleet.urls[0], fleet.urls[2]}
+
+    # resume; while the interrupted member deploys again, the router restarts and forgets everyone
+    log2 = tmp_path / "resume.log"
+    proc = _spawn_roll(fleet, log2, *change, "--resume")
+    _wait_for(log2, f"[{second}] out of router, deploying", proc)
+    from k26ctl.lab.fleet import restart_router
+
+    restart_router(fleet.name)
+    seen: list[set[str]] = []
+    while f"[{second}] out of router, verified" not in log2.read_text() and proc.poll() is None:
+        with contextlib.suppress(httpx.HTTPError):
+            seen.append(set(listed(fleet)))
+        time.sleep(0.1)
+    assert proc.wait(600) == 0, log2.read_text()
+    assert seen and all(fleet.urls[1] not in s for s in seen)  # never re-admitted mid-deploy
+    assert {fleet.urls[0], fleet.urls[2]} in seen  # the members in service were re-added
+    assert f"[{first}] resync: in service but not listed by the router" in log2.read_text()
+    assert set(listed(fleet)) == set(fleet.urls)
