@@ -61,8 +61,30 @@ def fleet_roll(fleet_file: str, overrides: list[str], soak: float) -> dict[str, 
     return {"wall": result.wall_seconds, "steps": {k: round(statistics.mean(v), 3) for k, v in steps.items()}}
 
 
+def roll_under_load(fleet_file: str, router_url: str) -> tuple[dict[str, Any], Any]:
+    """The roll to patched budget 16 (soak 0) while chat load runs through the router."""
+    from k26ctl.lab.load import run_load
+
+    stop = threading.Event()
+    box: dict[str, Any] = {}
+
+    def load() -> None:
+        box["report"] = run_load(router_url, requests=5000, duration=600, stop=stop)
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    try:
+        roll = fleet_roll(fleet_file, PATCHED, soak=0.0)
+    finally:
+        stop.set()
+        loader.join()
+    return roll, box["report"]
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--name", default="bfleet")
     parser.add_argument("--size", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1)
@@ -71,7 +93,6 @@ def main() -> int:
     args = parser.parse_args()
 
     from k26ctl.lab.fleet import lab_fleet_down, lab_fleet_up
-    from k26ctl.lab.load import run_load
 
     lab_fleet_down(args.name)
     state = lab_fleet_up(args.name, args.size, on_progress=lambda m: print(m, file=sys.stderr))
@@ -80,18 +101,9 @@ def main() -> int:
         for _ in range(args.rounds):
             singles = single_deploys(state.fleet_file, PATCHED)
             single_deploys(state.fleet_file, BUDGET7)
-            stop = threading.Event()
-            box: dict[str, Any] = {}
-            loader = threading.Thread(
-                target=lambda: box.update(report=run_load(state.router_url, requests=5000, duration=600, stop=stop))
-            )
-            loader.start()
             t0 = time.time()
-            roll = fleet_roll(state.fleet_file, PATCHED, soak=0.0)
+            roll, report = roll_under_load(state.fleet_file, state.router_url)
             t1 = time.time()
-            stop.set()
-            loader.join()
-            report = box["report"]
             single_deploys(state.fleet_file, BUDGET7)  # back to the start for the next round
             rounds.append(
                 {

@@ -23,7 +23,8 @@ from k26ctl.errors import ConfigError, UsageError
 from k26ctl.fleet.model import OwnedRouter
 from k26ctl.fleet.router import Router
 from k26ctl.fleet.router_process import start_router, stop_router
-from k26ctl.lab.host import check_name, lab_down, lab_up, state_root
+from k26ctl.lab.host import lab_down, lab_up
+from k26ctl.lab.host.machine import check_name, state_root
 
 DEFAULT_FLEET = "k26fleet"
 DEFAULT_PROFILE = "lab/ddtree-b7.yaml"
