@@ -26,14 +26,16 @@ from typing import Any
 from k26ctl.bisect.plan import Assignment, assignment_id
 from k26ctl.bisect.verdict import Verdict
 from k26ctl.errors import K26Error, UsageError
+from k26ctl.statedir import ensure_dir
 
 SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_SESSION = "default"
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "k26ctl" / "bisect"
+    from k26ctl.statedir import state_root
+
+    return state_root() / "k26ctl" / "bisect"
 
 
 @dataclass
@@ -145,7 +147,7 @@ class Session:
         return self.spec_path.exists()
 
     def create(self, spec: SessionSpec) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.directory)
         self.log_path.unlink(missing_ok=True)
         _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json(), "outcome": None})
 
@@ -264,7 +266,7 @@ class Session:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """One k26ctl process per session: two writers would interleave steps on the same host."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.directory)
         with open(self.lock_path, "a+") as handle:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

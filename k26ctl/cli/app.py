@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -65,7 +68,7 @@ def _raised_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
-def main() -> None:
+def _main() -> None:
     try:
         app()
     except K26Error as exc:
@@ -79,6 +82,64 @@ def main() -> None:
     except SystemExit as exc:
         if exc.code == ExitCode.INTERRUPTED and _raised_by_interrupt(exc):
             print("error: interrupted by Ctrl-C", file=sys.stderr)
+        raise
+
+
+# Standard output failures: a reader that went away (`| head`) ends the program as SIGPIPE would
+# (128 + 13, silently); a full disk or an I/O error is an error on stderr, exit 74.
+BROKEN_PIPE_EXIT = 141
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF)
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+
+
+def _output_failed(exc: OSError) -> NoReturn:
+    if isinstance(exc, BrokenPipeError):
+        _silence_stdout()
+        sys.exit(BROKEN_PIPE_EXIT)
+    print(f"error: cannot write standard output: {exc.strerror or exc}", file=sys.stderr)
+    _silence_stdout()
+    sys.exit(ExitCode.IO_ERROR)
+
+
+def _click_saw_broken_pipe() -> bool:
+    """Click (vendored by Typer) turns EPIPE on stdout into exit 1, our "check failed", after
+    wrapping the stream in its PacifyFlushWrapper; that wrapper is the only trace left."""
+    return type(sys.stdout).__name__ == "PacifyFlushWrapper"
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
+def main() -> None:
+    try:
+        os.fstat(1)
+    except OSError:
+        sys.stdout = None
+    if sys.stdout is None:  # started with stdout closed (`k26ctl ... >&-`): say so, do not pretend
+        print("error: standard output is closed; nothing can be printed", file=sys.stderr)
+        sys.exit(ExitCode.IO_ERROR)
+    try:
+        try:
+            _main()
+        except SystemExit:
+            if _click_saw_broken_pipe():
+                _output_failed(BrokenPipeError(errno.EPIPE, "Broken pipe"))
+            raise
+        finally:
+            _flush_stdout()
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) or exc.errno in _OUTPUT_ERRNOS:
+            _output_failed(exc)
         raise
 
 

@@ -51,14 +51,22 @@ def print_json(document: Any) -> None:
     sys.stdout.flush()
 
 
-def stderr_console() -> Any:
-    """A Rich console on stderr (imported lazily: Rich costs start-up time)."""
+def _console(**kwargs: Any) -> Any:
+    """A Rich console (imported lazily: Rich costs start-up time) whose broken pipe ends the
+    program like any other write to a closed pipe, not with Rich's exit 1 ("check failed")."""
     from rich.console import Console
 
-    return Console(stderr=True, no_color=not use_color() or None, highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(32, "Broken pipe")
+
+    return _Console(**kwargs)
+
+
+def stderr_console() -> Any:
+    return _console(stderr=True, no_color=not use_color() or None, highlight=False)
 
 
 def stdout_console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False)
+    return _console(highlight=False)

@@ -20,19 +20,20 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         """Score saved model outputs offline; exit 1 if any is degenerate."""
-        from k26ctl.smoke.offline import score_file
+        from k26ctl.smoke.offline import iter_score_file
+        from k26ctl.termsafe import clean, json_text
 
-        scored = score_file(file)
-        if as_json:
-            import json
-
-            for item in scored:
-                sys.stdout.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
-        else:
-            for item in scored:
+        total = bad = 0
+        for item in iter_score_file(file):  # printed as scored: a large file shows progress at once
+            total += 1
+            bad += item.verdict.degenerate
+            if as_json:
+                sys.stdout.write(json_text(item.to_json()) + "\n")
+            else:
                 verdict = "DEGENERATE" if item.verdict.degenerate else "ok"
-                reasons = "; ".join(item.verdict.reasons)
-                print(f"{item.line}\t{verdict}\t{item.verdict.kind}\t{reasons}")
-            bad = sum(item.verdict.degenerate for item in scored)
-            print(f"{bad} of {len(scored)} degenerate", file=sys.stderr)
-        raise typer.Exit(1 if any(item.verdict.degenerate for item in scored) else 0)
+                reasons = clean("; ".join(item.verdict.reasons), limit=2000)
+                sys.stdout.write(f"{item.line}\t{verdict}\t{clean(item.verdict.kind)}\t{reasons}\n")
+            sys.stdout.flush()
+        if not as_json:
+            print(f"{bad} of {total} degenerate", file=sys.stderr)
+        raise typer.Exit(1 if bad else 0)

@@ -64,6 +64,7 @@ def register(app: typer.Typer) -> None:
             )
         if url is not None and overrides:
             raise UsageError("--set applies to a profile, not to --url")
+        _check_options(url, timeout, junit, record_baseline)
         try:
             report = _run(
                 profile,
@@ -85,12 +86,54 @@ def register(app: typer.Typer) -> None:
             )
         except UnreachableError as exc:
             if junit is not None:  # CI still gets a report saying why nothing ran
+                from k26ctl.outputs import write_atomic
                 from k26ctl.smoke.report import unreachable_junit
 
-                junit.write_text(unreachable_junit(suite or "default", exc.one_line()), encoding="utf-8")
+                write_atomic(junit, unreachable_junit(suite or "default", exc.one_line()))
             raise
         _present(report, as_json, junit)
         raise typer.Exit(0 if report.passed else 1)
+
+
+def _check_options(
+    url: str | None, timeout: float | None, junit: Path | None, record_baseline: Path | None
+) -> None:
+    """Refuse what cannot work before anything runs: a 20-minute suite must not end in a lost report."""
+    from k26ctl.errors import UsageError
+    from k26ctl.httpsafe import MAX_TIMEOUT, check_timeout
+    from k26ctl.outputs import check_writable
+
+    if timeout is not None:
+        try:
+            check_timeout(timeout)
+        except ValueError:
+            raise UsageError(
+                f"--timeout {timeout!r}: expected seconds in (0, {MAX_TIMEOUT:g}]", "e.g. --timeout 120"
+            ) from None
+    if url is not None:
+        check_base_url(url)
+    if junit is not None:
+        check_writable(junit, "--junit")
+    if record_baseline is not None:
+        check_writable(record_baseline, "--record-baseline")
+
+
+def check_base_url(url: str) -> None:
+    from k26ctl.errors import UsageError
+    from k26ctl.termsafe import clean
+
+    shown = clean(url, limit=200)
+    hint = "e.g. --url http://127.0.0.1:30000"
+    try:
+        import httpx
+
+        parsed = httpx.URL(url)
+    except Exception:  # httpx raises InvalidURL, ValueError or TypeError depending on the flaw
+        raise UsageError(f"--url {shown}: not a valid URL", hint) from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UsageError(f"--url {shown}: needs http:// or https:// and a host", hint)
+    if parsed.query or parsed.fragment or "@" in url.split("/")[2 if "//" in url else 0]:
+        raise UsageError(f"--url {shown}: give only scheme, host, port and path", hint)
 
 
 def _run(
@@ -164,7 +207,9 @@ def _present(report: SmokeReport, as_json: bool, junit: Path | None) -> None:
     from k26ctl.smoke.report import render_table
 
     if junit is not None:
-        junit.write_text(report.to_junit(), encoding="utf-8")
+        from k26ctl.outputs import write_atomic
+
+        write_atomic(junit, report.to_junit())
     if as_json:
         print_json(report.to_json())
         stderr_console().print(Text(report.summary()), highlight=False)

@@ -1,15 +1,21 @@
-"""Offline scoring of saved outputs (`k26ctl score`): JSON Lines in, one verdict per line out."""
+"""Offline scoring of saved outputs (`k26ctl score`): JSON Lines in, one verdict per line out.
+
+Records are read and scored one at a time (`iter_scored`), so the first verdict prints while the
+rest of a large file is still unread and memory holds one record. Lines are split on "\\n" only:
+a raw U+2028 inside a JSON string is valid JSON Lines. Each line is at most 16 MB, JSON within the
+`jsonsafe` limits; anything else is a ConfigError naming the line.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from k26ctl import inputs
 from k26ctl.errors import ConfigError
+from k26ctl.jsonsafe import JSONRefused, loads
 from k26ctl.smoke.detectors import TextVerdict, score_text
 
 
@@ -27,38 +33,52 @@ class ScoredLine:
         return data
 
 
+def _score_record(number: int, raw: str, where: str) -> ScoredLine | None:
+    if not raw.strip():
+        return None
+    try:
+        record = loads(raw)
+    except JSONRefused as exc:
+        raise ConfigError(f"{where}:{number}: {exc}", "one JSON object per line") from None
+    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        raise ConfigError(
+            f"{where}:{number}: needs a string field 'text'", 'e.g. {"text": "...", "kind": "prose"}'
+        )
+    optional = {k: record.get(k) for k in ("prompt", "kind", "finish_reason")}
+    for key, value in optional.items():
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{where}:{number}: '{key}' must be a string")
+    return ScoredLine(number, score_text(record["text"], **optional), record)
+
+
 def score_lines(lines: Iterable[str], where: str = "input") -> list[ScoredLine]:
     """Score each JSON object with a `text` (optional `prompt`, `kind`, `finish_reason`); blank lines
     are skipped. A line that is not such an object is a config error naming the line."""
-    scored: list[ScoredLine] = []
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}:{number}: not JSON ({exc.msg})", "one JSON object per line") from None
-        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-            raise ConfigError(
-                f"{where}:{number}: needs a string field 'text'", 'e.g. {"text": "...", "kind": "prose"}'
-            )
-        optional = {k: record.get(k) for k in ("prompt", "kind", "finish_reason")}
-        for key, value in optional.items():
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{where}:{number}: '{key}' must be a string")
-        verdict = score_text(record["text"], **optional)
-        scored.append(ScoredLine(number, verdict, record))
-    return scored
+    scored = (_score_record(number, raw, where) for number, raw in enumerate(lines, start=1))
+    return [item for item in scored if item is not None]
+
+
+def iter_scored(stream: BinaryIO, where: str) -> Iterator[ScoredLine]:
+    """Score a binary JSON Lines stream record by record."""
+    for number, raw in inputs.iter_lines(stream, what="score input", where=where):
+        item = _score_record(number, raw, where)
+        if item is not None:
+            yield item
+
+
+# A saved-output file may be large; it is streamed, so the cap only stops runaway inputs.
+MAX_SCORE_BYTES = 1 << 40
+
+
+def iter_score_file(path: str) -> Iterator[ScoredLine]:
+    """Score a JSON Lines file ('-' reads standard input), yielding as it reads."""
+    if path == "-":
+        yield from iter_scored(sys.stdin.buffer, "<stdin>")
+        return
+    hint = "give a JSON Lines file or '-'"
+    with inputs.open_regular(path, what="score input", max_bytes=MAX_SCORE_BYTES, hint=hint) as stream:
+        yield from iter_scored(stream, path)
 
 
 def score_file(path: str) -> list[ScoredLine]:
-    """Score a JSON Lines file; '-' reads standard input."""
-    if path == "-":
-        return score_lines(sys.stdin, "<stdin>")
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read {path}: {exc.strerror or exc}", "give a JSON Lines file or '-'"
-        ) from None
-    return score_lines(text.splitlines(), path)
+    return list(iter_score_file(path))

@@ -25,6 +25,7 @@ from typing import Any
 from k26ctl.bisect.plan import Assignment
 from k26ctl.bisect.session import SESSION_NAME, _write_json_atomic
 from k26ctl.errors import K26Error, UsageError
+from k26ctl.statedir import ensure_dir
 from k26ctl.sweep.load import LevelResult
 from k26ctl.sweep.search import Evaluation
 from k26ctl.sweep.space import Param, point_id
@@ -33,8 +34,9 @@ DEFAULT_SESSION = "default"
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "k26ctl" / "sweep"
+    from k26ctl.statedir import state_root
+
+    return state_root() / "k26ctl" / "sweep"
 
 
 @dataclass
@@ -162,7 +164,7 @@ class SweepSession:
         return self.spec_path.exists()
 
     def create(self, spec: SweepSpec) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.directory)
         self.log_path.unlink(missing_ok=True)
         _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json()})
 
@@ -258,7 +260,7 @@ class SweepSession:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.directory)
         with open(self.lock_path, "a+") as handle:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -183,4 +183,4 @@ def test_score_bad_input() -> None:
     done = k26ctl("score", "-", stdin='{"text": "fine"}\nnot json\n')
     assert done.returncode == 78 and "<stdin>:2" in done.stderr
     missing = k26ctl("score", "/nonexistent.jsonl")
-    assert missing.returncode == 78 and "cannot read" in missing.stderr
+    assert missing.returncode == 78 and "score input not found: /nonexistent.jsonl" in missing.stderr
