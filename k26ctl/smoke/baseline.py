@@ -112,15 +112,26 @@ class BaselineComparison:
     min_exact_match: float
     prompts: list[PromptParity]
     baseline_identity: dict[str, Any]
+    # prompts whose answer differs from the baseline but passed its checks and its self-consistency
+    # probes: a near tie went the other way on this server (not counted when the server is deterministic)
+    self_consistent: tuple[str, ...] = ()
+
+    @property
+    def accepted_rate(self) -> float:
+        if not self.prompts:
+            return 0.0
+        matched = sum(p.match for p in self.prompts)
+        return (matched + len(self.self_consistent)) / len(self.prompts)
 
     @property
     def passed(self) -> bool:
-        return self.exact_match_rate >= self.min_exact_match - 1e-9
+        return self.accepted_rate >= self.min_exact_match - 1e-9
 
     def to_json(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
             "exact_match_rate": round(self.exact_match_rate, 4),
+            "self_consistent": list(self.self_consistent),
             "min_exact_match": self.min_exact_match,
             "baseline_identity": self.baseline_identity,
             "prompts": [asdict(p) for p in self.prompts],

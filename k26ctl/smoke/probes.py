@@ -81,11 +81,10 @@ class PassRule:
 
     The rule fails a run when one answer has more than `max_per_answer` mismatches in its probed
     positions, or when more than `max_share` of all probes mismatch (a bug spread thinly over many
-    answers). Set with the lab's near-tie switch (K26LAB_NEAR_TIE_RATE), benchmarks/probe_calibration.py:
-    healthy configurations at a per-token flip rate of 0.002 per pass never exceeded 1 mismatch per answer
-    in 32 positions, and stayed under 1 % overall; every broken lab variant had an answer with 3 or
-    more (most with 10 or more). The margin holds up to a flip rate of about 0.005; at 0.01 a healthy
-    run can show 3 in one answer.
+    answers; never fewer mismatches than one answer may have). How it was set, with the lab's near-tie
+    switch (benchmarks/probe_calibration.py, figures in benchmarks/README.md): healthy configurations
+    with near ties flipping showed at most 2 mismatches in one answer and well under 2 % overall, and
+    every broken lab variant had an answer with more than 2 (most with 10 or more, from token 1 on).
     """
 
     max_per_answer: int = 2
@@ -95,7 +94,8 @@ class PassRule:
         return mismatches > self.max_per_answer
 
     def share_fails(self, mismatches: int, checked: int) -> bool:
-        return checked > 0 and mismatches / checked > self.max_share
+        """More than `max_share` of the probes mismatch (and more than one answer may show anyway)."""
+        return mismatches > max(self.max_per_answer, self.max_share * checked)
 
     def describe(self) -> str:
         return f"at most {self.max_per_answer} per answer and {self.max_share:.0%} overall"
@@ -248,21 +248,24 @@ def run_probes(
     else:
         report.note = "the prefix cache was not flushed (flush disabled)"
 
-    jobs: list[tuple[int, list[int]]] = []
-    for index, answer in enumerate(answers):
-        positions = answer.positions(n_positions)
-        jobs += [(index, positions[i : i + _CHUNK]) for i in range(0, len(positions), _CHUNK)]
-
-    def probe(job: tuple[int, list[int]]) -> tuple[int, list[int], list[int]]:
-        index, positions = job
+    def probe_answer(index: int) -> tuple[int, list[tuple[int, int]]]:
+        # Ascending chunks, one after the other: after the flush, each chunk finds the previous one's
+        # prefixes in the prefix cache (KV written by the plain prefill of probes, not by verify) and
+        # computes only the few tokens past them. The first chunk is the prompt alone.
         answer = answers[index]
-        prefixes = [answer.prompt_ids + answer.output_ids[:k] for k in positions]
-        return index, positions, client.next_tokens(prefixes)
+        positions = answer.positions(n_positions)
+        chunks = [positions[:1]] + [positions[i : i + _CHUNK] for i in range(1, len(positions), _CHUNK)]
+        found: list[tuple[int, int]] = []
+        for chunk in chunks:
+            if chunk:
+                prefixes = [answer.prompt_ids + answer.output_ids[:k] for k in chunk]
+                found += list(zip(chunk, client.next_tokens(prefixes), strict=True))
+        return index, found
 
-    results: dict[int, list[tuple[int, int]]] = {i: [] for i in range(len(answers))}
+    results: dict[int, list[tuple[int, int]]] = {}
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="probe") as pool:
-        for index, positions, tokens in pool.map(probe, jobs):
-            results[index] += list(zip(positions, tokens, strict=True))
+        for index, found in pool.map(probe_answer, range(len(answers))):
+            results[index] = found
 
     for index, answer in enumerate(answers):
         entry = AnswerProbes(answer.prompt_id, answer.attempt, len(results[index]))

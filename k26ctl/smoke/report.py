@@ -288,6 +288,8 @@ def render_table(report: SmokeReport) -> Any:
             if not p.match
         ]
         text = f"baseline parity: {b.exact_match_rate:.0%} exact (need {b.min_exact_match:.0%})"
+        if b.self_consistent:
+            text += f"; differing but self-consistent: {', '.join(b.self_consistent)}"
         if diverged:
             text += f"; first divergence: {', '.join(diverged)}"
         lines.append(Text(clean(text, limit=2000), style="green" if b.passed else "bold red"))

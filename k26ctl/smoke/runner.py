@@ -637,6 +637,17 @@ def _compare_baseline(
 ) -> BaselineComparison:
     current = {pid: joined(r.text, r.reasoning) for pid, r in greedy.items()}
     comparison = compare(baseline, current, options.min_exact_match)
+    probes = report.probes
+    if probes is not None and probes.supported and probes.passed and not report.deterministic_server:
+        consistent = tuple(
+            p.prompt_id
+            for p in comparison.prompts
+            if not p.match
+            and not p.missing
+            and greedy[p.prompt_id].passed
+            and probes.answer_clean(p.prompt_id, 0)
+        )
+        comparison = dataclasses.replace(comparison, self_consistent=consistent)
     recorded_model = baseline.identity.get("model")
     if recorded_model and recorded_model != report.model:
         report.suite_findings.append(
@@ -658,7 +669,8 @@ def _compare_baseline(
                 comparison.min_exact_match,
                 (0, 0),
                 "",
-                f"{comparison.exact_match_rate:.0%} of temperature-0 answers match the baseline exactly "
+                f"{comparison.exact_match_rate:.0%} of temperature-0 answers match the baseline exactly, "
+                f"{comparison.accepted_rate:.0%} with self-consistent divergences "
                 f"(need {comparison.min_exact_match:.0%})",
             )
         )

@@ -1,11 +1,13 @@
 """How the lab picks the greedy token of a logits row, with two switches a GPU server has and a CPU does not.
 
-Near ties (K26LAB_NEAR_TIE_RATE=R, optional K26LAB_NEAR_TIE_GAP=G): on a GPU the kernels chosen for a
+Near ties (K26LAB_NEAR_TIE_RATE=R, K26LAB_NEAR_TIE_GAP=G, default 2.0): on a GPU the kernels chosen for a
 batch shape change the rounding of the logits, so where the top two nearly tie the argmax can differ
 between batch shapes. The lab models this with a per-row draw keyed on the pass's batch shape and the
-row (position, token): the row takes its runner-up with probability R (only when the top two are within
-G logits, if G is set). The same shape and row always give the same answer, another shape draws again,
-which is the behaviour SGLang's deterministic-inference mode exists to remove.
+row (position, token): a row whose top two logits are within G takes its runner-up with probability R.
+The same shape and row always give the same answer, another shape draws again, which is the behaviour
+SGLang's deterministic-inference mode exists to remove. The lab model is sure of itself (about 3 % of
+its greedy tokens have a runner-up within 2 logits), and bf16 rounding is far smaller than 2 logits, so
+G stands in for "close enough to flip": the per-token flip rate is about R x 3 %.
 
 Second-request fault (K26LAB_VERIFY_FAULT=second-request): a verify bug subtle enough to fool text
 detectors. In every verify pass the second request of the batch commits its bonus token from the
@@ -37,7 +39,7 @@ def _env_float(name: str, default: float | None) -> float | None:
 @dataclass(frozen=True)
 class Numerics:
     near_tie_rate: float = 0.0
-    near_tie_gap: float | None = None
+    near_tie_gap: float | None = 2.0
     verify_fault: str = "none"
     fault_gap: float = 4.0
     seed: int = 0
@@ -52,7 +54,7 @@ class Numerics:
             raise ValueError(f"K26LAB_VERIFY_FAULT must be one of {VERIFY_FAULTS}, got {fault!r}")
         return cls(
             near_tie_rate=rate,
-            near_tie_gap=_env_float("K26LAB_NEAR_TIE_GAP", None),
+            near_tie_gap=_env_float("K26LAB_NEAR_TIE_GAP", 2.0),
             verify_fault=fault,
             fault_gap=_env_float("K26LAB_FAULT_GAP", 4.0) or 4.0,
             seed=int(_env_float("K26LAB_NEAR_TIE_SEED", 0) or 0),
