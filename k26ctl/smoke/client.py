@@ -24,11 +24,13 @@ from k26ctl.errors import PermissionDeniedError, UnreachableError
 from k26ctl.jsonsafe import JSONRefused
 from k26ctl.smoke.responses import (
     ChatCompletion,
+    DetokenizeAnswer,
     FinishReason,
     GenerateAnswer,
     MetaInfo,
     ModelList,
     ServerInfo,
+    TokenizeAnswer,
     parse_answer,
 )
 from k26ctl.termsafe import clean
@@ -62,12 +64,6 @@ class TokenCompletion:
     completion: Completion
     prompt_ids: list[int]
     output_ids: list[int]
-
-
-def _int_list(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in value):
-        raise ResponseError(f"unexpected {what}: not a list of token ids")
-    return list(value)
 
 
 MAX_BODY = 16 << 20  # a 4096-token answer is well under 100 KB; room for long reasoning and batches
@@ -232,17 +228,15 @@ class SGLangClient:
         body: dict[str, Any] = {"messages": messages}
         if chat_template_kwargs:
             body["chat_template_kwargs"] = chat_template_kwargs
-        data = self._request("POST", "/v1/tokenize", body)
-        if not isinstance(data, dict):
-            raise ResponseError("unexpected /v1/tokenize body: not an object")
-        return _int_list(data.get("tokens"), "/v1/tokenize tokens")
+        answer: TokenizeAnswer = self._answer(
+            TokenizeAnswer, "/v1/tokenize", self._request("POST", "/v1/tokenize", body)
+        )
+        return list(answer.tokens)
 
     def detokenize(self, ids: list[int]) -> str:
         data = self._request("POST", "/v1/detokenize", {"tokens": ids})
-        text = data.get("text") if isinstance(data, dict) else None
-        if not isinstance(text, str):
-            raise ResponseError("unexpected /v1/detokenize body: no text")
-        return text
+        answer: DetokenizeAnswer = self._answer(DetokenizeAnswer, "/v1/detokenize", data)
+        return answer.text
 
     def generate_tokens(
         self,
@@ -266,16 +260,14 @@ class SGLangClient:
         elapsed = time.monotonic() - started
         if isinstance(data, list):
             data = data[0] if data else {}
-        if not isinstance(data, dict):
-            raise ResponseError("unexpected /generate body: not an object")
-        output_ids = _int_list(data.get("output_ids"), "/generate output_ids")
-        prompt_ids = data.get("prompt_token_ids")
-        if prompt_ids is None and input_ids is not None:
-            prompt_ids = input_ids
+        answer: GenerateAnswer = self._answer(GenerateAnswer, "/generate", data)
+        if answer.output_ids is None:
+            raise ResponseError("unexpected /generate body: no output_ids")
+        prompt_ids = answer.prompt_token_ids if answer.prompt_token_ids is not None else input_ids
+        if prompt_ids is None:
+            raise ResponseError("unexpected /generate body: no prompt_token_ids")
         return TokenCompletion(
-            _completion_from_generate(data, elapsed),
-            _int_list(prompt_ids, "/generate prompt_token_ids"),
-            output_ids,
+            _completion_from_generate(data, elapsed), list(prompt_ids), list(answer.output_ids)
         )
 
     def next_tokens(self, prefixes: list[list[int]]) -> list[int]:
@@ -289,12 +281,10 @@ class SGLangClient:
             raise ResponseError(f"/generate answered {len(items)} results for {len(prefixes)} inputs")
         out = []
         for item in items:
-            ids = _int_list(
-                item.get("output_ids") if isinstance(item, dict) else None, "/generate output_ids"
-            )
-            if not ids:
+            answer: GenerateAnswer = self._answer(GenerateAnswer, "/generate", item)
+            if not answer.output_ids:
                 raise ResponseError("/generate returned no token for a probe")
-            out.append(ids[0])
+            out.append(answer.output_ids[0])
         return out
 
     def flush_cache(self, timeout: float = 0.0) -> tuple[bool, str]:

@@ -8,9 +8,9 @@ SGLang adds fields between releases. Numbers must be finite.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 
 class _Answer(BaseModel):
@@ -55,9 +55,22 @@ class MetaInfo(_Answer):
     spec_verify_ct: int | None = Field(default=None, ge=0)
 
 
+TokenId = Annotated[StrictInt, Field(ge=0)]
+
+
 class GenerateAnswer(_Answer):
     text: str
     meta_info: MetaInfo | None = None
+    output_ids: list[TokenId] | None = None
+    prompt_token_ids: list[TokenId] | None = None
+
+
+class TokenizeAnswer(_Answer):
+    tokens: list[TokenId]
+
+
+class DetokenizeAnswer(_Answer):
+    text: str
 
 
 class InternalState(_Answer):
