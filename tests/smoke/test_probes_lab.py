@@ -19,6 +19,7 @@ from lab_server import lab_server
 
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
 from k26ctl.smoke.client import SGLangClient
+from k26ctl.smoke.detectors import score_text
 from k26ctl.smoke.probes import ProbeAnswer, ProbeReport, run_probes
 from k26ctl.smoke.runner import _probe_findings
 
@@ -81,13 +82,36 @@ def test_probes_catch_broken_variant_at_concurrency_1_and_2(variant: str) -> Non
 
 
 def test_subtle_variant_fools_every_text_detector_but_not_the_probes() -> None:
+    """Two greedy requests in one batch (one /generate with two inputs, so the pairing is fixed): the
+    second request's text passes every text detector, and the probes over all its tokens fail it."""
+    prompts = {p.id: p for p in load_suite("lab").prompts}
+    pair = [prompts["long-lighthouse"], prompts["long-bees"]]
+    with lab_server("ddtree-b7-subtle") as server, SGLangClient(server.url) as client:
+        ids = [
+            httpx.post(server.url + "/v1/tokenize", json={"prompt": p.prompt}).json()["tokens"] for p in pair
+        ]
+        body = {"input_ids": ids, "sampling_params": {"temperature": 0, "max_new_tokens": 300}}
+        out = httpx.post(server.url + "/generate", json=body, timeout=120, trust_env=False).json()
+        answers = [ProbeAnswer(p.id, i, o["output_ids"]) for p, i, o in zip(pair, ids, out, strict=True)]
+        probes = run_probes(client, answers, concurrency=2, n_positions=300)
+    for prompt, answer in zip(pair, out, strict=True):
+        verdict = score_text(answer["text"], prompt=prompt.prompt, kind=prompt.kind, finish_reason="length")
+        assert not verdict.degenerate, (prompt.id, verdict.reasons)  # every text detector passes both
+    first, second = probes.answers
+    assert first.mismatches == []  # the first request of the batch is right
+    assert probes.rule.answer_fails(len(second.mismatches)), second  # the second is not
+    assert probes.verdict == "fail" and probes.flushed
+
+
+def test_subtle_variant_fails_the_suite_through_the_probes() -> None:
     with lab_server("ddtree-b7-subtle") as server:
         report = run_smoke(SmokeTarget(server.url), load_suite("lab"), options=SmokeOptions(concurrency=2))
-    assert text_detector_failures(report) == []  # the text reads fine to every detector...
     assert report.probes is not None and report.probes.flushed
-    assert report.probes.verdict == "fail", report.probes.to_json()  # ...but is not the model's greedy text
+    assert report.probes.verdict == "fail", report.probes.to_json()
     assert any(f.detector == "self_consistency" for r in report.results for f in r.findings)
     assert not report.passed
+    # how much the text detectors saw in this run (timing decides which requests share a batch)
+    print("text detector failures:", text_detector_failures(report))
 
 
 def test_unflushed_probe_is_fooled_by_the_prefix_cache() -> None:
