@@ -6,8 +6,10 @@ symbol runs ("!!!!") are measured like any other text.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import zlib
+from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -154,25 +156,53 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
     """Maximal periodic stretches with a primitive unit of 2..max_period characters.
 
     Period 1 is left to `char_runs`. A stretch counts when text[i] == text[i + p] holds for at least
-    (min_copies - 1) * p consecutive positions. Cost is O(len(text) * max_period), so callers bound the
-    text length.
+    (min_copies - 1) * p consecutive positions. Each character becomes a one- or two-byte code, and for
+    every period the text is compared with itself shifted by p in one big-integer XOR: the zero codes
+    are the equal positions, and a bytes regex finds their runs. The work per period is in C, so callers
+    may pass a few thousand characters.
     """
-    found: list[Repeat] = []
     n = len(text)
+    codes, width = _char_codes(text)
+    whole = int.from_bytes(codes, "big")
+    found: list[Repeat] = []
     for p in range(2, min(max_period, n // 2) + 1):
-        need = int((min_copies - 1) * p)
-        run = 0
-        for j in range(n - p + 1):
-            if j < n - p and text[j] == text[j + p]:
-                run += 1
-                continue
-            if run >= need and run > 0:
-                start = j - run
-                unit = text[start : start + p]
-                if smallest_period(unit) == p:
-                    found.append(Repeat(start, j + p, p, unit))
-            run = 0
+        need = max(int((min_copies - 1) * p), 1)
+        span = n - p  # positions j compared with j + p
+        diff = (whole >> (8 * width * p)) ^ (whole & ((1 << (8 * width * span)) - 1))
+        equal = _zero_codes(diff.to_bytes(width * span, "big"), width)
+        for run in _zero_runs(need).finditer(equal):
+            start, stop = run.span()
+            unit = text[start : start + p]
+            if (unit + unit).find(unit, 1) == p:  # primitive: not a repeat of a shorter unit
+                found.append(Repeat(start, stop + p, p, unit))
     return found
+
+
+def _char_codes(text: str) -> tuple[bytes, int]:
+    """Each distinct character numbered from 1 (so equal characters get equal codes), one byte per
+    character when there are fewer than 256 distinct ones, else two."""
+    numbering = {ch: i for i, ch in enumerate(dict.fromkeys(text), start=1)}
+    if len(numbering) < 256:
+        return bytes(map(numbering.__getitem__, text)), 1
+    if len(numbering) < 1 << 16:
+        return array("H", map(numbering.__getitem__, text)).tobytes(), 2
+    return array("L", map(numbering.__getitem__, text)).tobytes(), array("L").itemsize
+
+
+def _zero_codes(diff: bytes, width: int) -> bytes:
+    """One byte per position, zero where the two codes were equal."""
+    if width == 1:
+        return diff
+    size = len(diff) // width
+    merged = 0
+    for k in range(width):
+        merged |= int.from_bytes(diff[k::width], "big")
+    return merged.to_bytes(size, "big")
+
+
+@lru_cache(maxsize=256)
+def _zero_runs(need: int) -> re.Pattern[bytes]:
+    return re.compile(b"\\x00{%d,}" % need)
 
 
 def repeated_ngram_coverage(text: str, n: int, window_start: int = 0) -> tuple[float, int]:
