@@ -8,14 +8,15 @@ thresholds chosen by the prompt's kind and decides whether the text is degenerat
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
+from k26ctl.smoke import lexicon
+from k26ctl.smoke.finding import Finding
 from k26ctl.smoke.kinds import KindProfile, profile_for
 from k26ctl.smoke.restarts import enumeration_restart, final_restatement, paragraph_restart
 from k26ctl.smoke.textstats import (
@@ -27,12 +28,16 @@ from k26ctl.smoke.textstats import (
     novel_word_share,
     repeated_ngram_coverage,
     script_of,
-    scripts_compatible,
     tandem_repeats,
     weighted_len,
 )
-
-Severity = Literal["fail", "warn"]
+from k26ctl.smoke.wordsignals import (
+    blank_markup,
+    detect_non_words,
+    detect_script_mix,
+    detect_stutter,
+    detect_tokenizer_leak,
+)
 
 # Longest stretch analysed by the O(n * period) loop finder; loops show in any window this size.
 _ANALYSIS_CHARS = 6000
@@ -40,29 +45,6 @@ _TAIL_WINDOW = 400
 _RULE_CHARS = frozenset("-=_*~#.:+|/\\<>^`'\",;()[]{}" + "".join(chr(c) for c in range(0x2500, 0x2580)))
 # A line made only of one rule character is a heading underline, a separator or a box edge.
 _RULE_LINE_MAX = 240
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One named problem. `score` is what was measured and `threshold` the limit it crossed (upwards
-    for counts, runs and ratios; downwards for shares such as the letter share of symbol soup).
-    `span` is [start, end) in the scored text; `severity` 'warn' findings never fail a text."""
-
-    detector: str
-    score: float
-    threshold: float
-    span: tuple[int, int]
-    excerpt: str
-    message: str
-    severity: Severity = "fail"
-
-    def reason(self) -> str:
-        return f"{self.detector}: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["span"] = list(self.span)
-        return data
 
 
 @dataclass(frozen=True)
@@ -430,46 +412,6 @@ def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None
 _NOVEL_WORDS = 0.04
 
 
-# CJK punctuation separates words too ("gothic\u3001\u30b4\u30b7\u30c3\u30af" is a list of two names)
-_WORDISH = re.compile(r"[^\s\d_.,;:!?()\[\]{}\"'`|/\\<>=+*&^%$#@~\u3000-\u303f\uff01-\uff0f\uff1a-\uff20-]+")
-
-
-def detect_token_soup(text: str, profile: KindProfile) -> list[Finding]:
-    """Words that switch script mid-word (Latin glued to Han or Cyrillic) and many scripts side by side:
-    the look of a model emitting random vocabulary entries."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if len(letters) < 20:
-        return []
-    scripts: dict[str, int] = {}
-    for ch in letters:
-        s = script_of(ch)
-        scripts[s] = scripts.get(s, 0) + 1
-    significant = {s for s, count in scripts.items() if count >= 2}
-    mixed: list[re.Match[str]] = []
-    for match in _WORDISH.finditer(text):
-        word_scripts = [script_of(ch) for ch in match.group() if ch.isalpha()]
-        for a, b in itertools.pairwise(word_scripts):
-            if not scripts_compatible(a, b):
-                mixed.append(match)
-                break
-    words = max(len(_WORDISH.findall(text)), 1)
-    score = len(mixed) / words * 100  # mixed words per 100 words
-    if len(significant) >= 3 and len(mixed) >= 3 and score >= 3.0:
-        start, end = mixed[0].start(), mixed[-1].end()
-        return [
-            Finding(
-                "token_soup",
-                round(score, 1),
-                3.0,
-                (start, end),
-                _excerpt(text, start, end),
-                f"{len(mixed)} words switch script mid-word across {len(significant)} scripts "
-                f"({', '.join(sorted(significant))})",
-            )
-        ]
-    return []
-
-
 # Short English words; anything else of one or two letters in running prose is a fragment.
 def _word_set(*lines: str) -> frozenset[str]:
     return frozenset(re.findall(r"[a-z]+", " ".join(lines)))
@@ -485,40 +427,14 @@ _ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.
 _LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
 
 
-_FUNCTION_WORDS = _word_set(
-    "the a an and or but of to in on at by for with from as is are was were be been it its this that "
-    "these those he she they we you i his her their our your not no so if then than there",
-)
-
-
-def _unknown_words(words: list[str]) -> tuple[int, int, int]:
-    """(unknown, eligible, function words) over lower-case words of three or more letters; names and
-    acronyms (capitalised) are skipped because no word list has them all."""
-    from k26ctl.smoke.lexicon import is_english_word
-
-    eligible = [w for w in words if len(w) >= 3 and w.islower()]
-    unknown = sum(1 for w in eligible if not is_english_word(w))
-    function = sum(1 for w in words if w.lower() in _FUNCTION_WORDS)
-    return unknown, len(eligible), function
-
-
-_MARKUP = re.compile(r"https?://\S+|www\.\S+|\S+@\S+\.\w+|``.*?``|`[^`\n]*`|\b\w+(?:[._/]\w+)+\b", re.DOTALL)
-
-
-def _blank_markup(text: str) -> str:
-    """URLs, e-mail addresses, inline code and dotted/underscored identifiers are not prose words;
-    they are blanked (same length, so spans stay valid)."""
-    return _MARKUP.sub(lambda m: " " * len(m.group()), text)
-
-
 def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
-    """Word salad and character-level decay in English prose: stray one- and two-letter fragments,
-    vowel-less words, letters tripled inside words, and words that are not English words at all.
-    The last check runs only when the text is English (its function words are frequent), so an
-    answer in French or German is not mistaken for gibberish."""
+    """Character-level decay in English prose: stray one- and two-letter fragments, vowel-less words and
+    letters tripled inside words. It runs only when the text is English (its function words are the
+    most frequent), so an answer in French or German is not mistaken for gibberish; words that are no
+    words in any language are `wordsignals.detect_non_words`'s."""
     if not profile.check_gibberish:
         return []
-    cleaned = _ABBREVIATION.sub(lambda m: " " * len(m.group()), _blank_markup(text))
+    cleaned = _ABBREVIATION.sub(lambda m: " " * len(m.group()), blank_markup(text))
     matches = list(_LATIN_WORD.finditer(cleaned))
     if len(matches) < 12:
         return []
@@ -538,10 +454,8 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
             if first_odd < 0:
                 first_odd = match.start()
     findings: list[Finding] = []
-    words = [m.group() for m in matches]
-    unknown, eligible, function = _unknown_words(words)
-    if function / len(words) < 0.1:
-        return findings  # not English: its short words are not fragments, its words not in the list
+    if not _is_english(matches):
+        return findings  # its short words are not fragments of English words
     start = max(first_odd, 0)
     share = odd / len(matches)
     if len(matches) >= 20 and odd >= 4 and share >= _FRAGMENT_SHARE:
@@ -555,22 +469,12 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
                 f"{odd} of {len(matches)} words are fragments or not word-shaped",
             )
         )
-    # A few unknown words among a dozen say more about the topic (names, jargon) than about decoding:
-    # a short text needs a majority of them.
-    if eligible >= 10:
-        unknown_share = unknown / eligible
-        if unknown_share >= (_UNKNOWN_SHARE if eligible >= 15 else 0.5):
-            findings.append(
-                Finding(
-                    "non_words",
-                    round(unknown_share, 3),
-                    _UNKNOWN_SHARE,
-                    (0, len(text)),
-                    _excerpt(text, 0, len(text)),
-                    f"{unknown} of {eligible} lower-case words are not English words",
-                )
-            )
     return findings
+
+
+def _is_english(matches: list[re.Match[str]]) -> bool:
+    lowered = [m.group().lower() for m in matches]
+    return lexicon.guess_language(lowered, "Latin")[0] == "en"
 
 
 _FRAGMENT_SHARE = 0.12
@@ -705,7 +609,22 @@ _SPECIAL_TOKEN = re.compile(
     r"|</?s>|<unk>|<pad>|<mask>|<bos>|<eos>|<eod>|<sep>|<cls>"
     r"|<extra_id_\d+>|<end_of_turn>|<start_of_turn>|<\|?reserved_special_token_\d+\|?>"
     r"|\[(?:PAD|UNK|CLS|SEP|MASK|BOS|EOS)\]|\[/?INST\]|<</?SYS>>"
+    r"|\[control_\d+\]|<unused\d+>|<\|?reserved_\d+\|?>"  # Mistral v3 and Gemma placeholders
 )
+# A raw gpt-oss ("harmony") generation is written in its own markup: a text that starts with a channel
+# header carries these tokens as format, not as a leak.
+_HARMONY_HEADER = re.compile(r"\s*<\|channel\|>\w+(?: to=\S+)?(?:<\|constrain\|>\S+)?<\|message\|>")
+_HARMONY_FORMAT = frozenset(
+    ("<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|constrain|>", "<|return|>")
+)
+# A chat template's role name glued to the answer's last word or sentence ("... people. Iassistant"), or
+# alone on its line after the answer: the end-of-turn token was not honoured. (A text that starts with a
+# role line is a transcript of the whole template, decoded on purpose.)
+_GLUED_ROLE = re.compile(
+    r"(?:(?<=[^\W\d_])assistant|(?<=[.!?\u3002\uff01\uff1f])\s?(?:assistant|user|model))(?=[ \t]*(?:\n|$))"
+    r"|(?<=\n)(?:assistant|user|model)(?=[ \t]*\n)"
+)
+_TRANSCRIPT = re.compile(r"\s*(?:system|user)[ \t]*\n")
 _ROLE_TURN = re.compile(r"(?:^|\n|</\w+>)\s*(Human|### Instruction|### Human|<\|user\|>|USER):", re.MULTILINE)
 
 
@@ -713,6 +632,8 @@ def detect_special_tokens(text: str, prompt: str | None = None) -> list[Finding]
     """Special tokens that should never reach the text, and an invented next conversation turn."""
     findings: list[Finding] = []
     in_prompt = set(_SPECIAL_TOKEN.findall(prompt)) if prompt else set()
+    if _HARMONY_HEADER.match(text):
+        in_prompt |= _HARMONY_FORMAT
     matches = [m for m in _SPECIAL_TOKEN.finditer(text) if m.group() not in in_prompt]
     if matches:
         kinds = sorted({m.group() for m in matches})
@@ -737,6 +658,21 @@ def detect_special_tokens(text: str, prompt: str | None = None) -> list[Finding]
                 (close, close + 8),
                 _excerpt(text, close, close + 8),
                 "a stray </think> inside the answer (thinking leaked or the reasoning split failed)",
+            )
+        )
+    glued = _GLUED_ROLE.search(text)
+    transcript = _TRANSCRIPT.match(text) is not None
+    echoed = prompt is not None and glued is not None and glued.group().strip() in prompt
+    if glued and text[: glued.start()].strip() and not transcript and not echoed:
+        findings.append(
+            Finding(
+                "role_leak",
+                1.0,
+                1.0,
+                (glued.start(), len(text)),
+                _excerpt(text, max(0, glued.start() - 20), len(text)),
+                f"the chat template's role name '{glued.group().strip()}' follows the answer (end of turn "
+                "not honoured)",
             )
         )
     turn = _ROLE_TURN.search(text)
@@ -829,7 +765,8 @@ _JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 def detect_broken_json(text: str, profile: KindProfile, finish_reason: str | None = None) -> list[Finding]:
     """A JSON answer whose structure breaks before its end (keys without values, a lost brace).
     A document cut at the token limit fails only at its very end and is not reported, unless the
-    model said it was done (finish_reason 'stop'); JSON followed by prose is fine."""
+    model said it was done (finish_reason 'stop', or it closed the code fence around the document);
+    JSON followed by prose is fine."""
     if profile.name != "json":
         return []
     stripped = text.strip()
@@ -844,7 +781,8 @@ def detect_broken_json(text: str, profile: KindProfile, finish_reason: str | Non
         if exc.msg == "Extra data":
             return []
         truncated = exc.pos >= len(block) or exc.msg.startswith("Unterminated string")
-        if truncated and finish_reason != "stop":
+        fence_closed = fence is not None and fence.group().endswith("```") and len(fence.group()) > 6
+        if truncated and finish_reason != "stop" and not fence_closed:
             return []
         where = base + exc.pos
         return [
@@ -884,8 +822,10 @@ def score_text(
         shown += detect_tail_repeat(view, profile, finish_reason)
         shown += detect_restart(view, profile, finish_reason)
         shown += detect_repetition(view, profile, finish_reason)
-        shown += detect_token_soup(view, profile)
+        shown += detect_script_mix(view, profile)
         shown += detect_gibberish(view, profile)
+        shown += detect_non_words(view, profile)
+        shown += detect_stutter(view, profile)
         shown += detect_low_content(view, profile)
         shown += detect_empty_slots(view, profile)
         shown += detect_broken_json(view, profile, finish_reason)
@@ -907,5 +847,6 @@ def score_text(
     findings += detect_invisible(text)
     findings += detect_replacement_char(text)
     findings += detect_special_tokens(text, prompt)
+    findings += detect_tokenizer_leak(text)
     degenerate = any(f.severity == "fail" for f in findings)
     return TextVerdict(degenerate=degenerate, findings=findings, kind=profile.name)

@@ -1,51 +1,92 @@
-"""An English word list (SCOWL via Debian's wamerican, see data/README.md), loaded once on demand."""
+"""Word validity and function words for many languages, from wordfreq's word-frequency lists.
+
+wordfreq is imported and its lists are read on first use only (the CLI starts without them). Look-ups
+go through plain dicts and small caches, because the detectors ask about every word of every text.
+Chinese and Japanese need wordfreq's `cjk` extra to be segmented; they are never looked up here.
+"""
 
 from __future__ import annotations
 
-import gzip
+import math
+from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
-from pathlib import Path
 
-_WORDS = Path(__file__).parent / "data" / "english-words.txt.gz"
+# Languages whose function words are compared to guess which language a run of words is in, by the
+# script of their letters. Korean is written with spaces, so its words can be looked up too.
+CANDIDATES: dict[str, tuple[str, ...]] = {
+    "Latin": (
+        "en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "nb", "fi", "pl", "cs", "sk", "sl", "sh",
+        "hu", "ro", "ca", "tr", "id", "ms", "vi", "lt", "lv", "is", "fil",
+    ),
+    "Cyrillic": ("ru", "uk", "bg", "mk"),
+    "Arabic": ("ar", "fa", "ur"),
+    "Hebrew": ("he",),
+    "Greek": ("el",),
+    "Devanagari": ("hi",),
+    "Bengali": ("bn",),
+    "Tamil": ("ta",),
+    "Hangul": ("ko",),
+}
+FUNCTION_WORDS_PER_LANGUAGE = 40  # the most frequent words of a language: articles, pronouns, particles
 
 
-@lru_cache(maxsize=1)
-def english_words() -> frozenset[str]:
-    with gzip.open(_WORDS, "rt", encoding="utf-8") as handle:
-        return frozenset(handle.read().split("\n"))
+@lru_cache(maxsize=64)
+def _frequencies(lang: str, wordlist: str) -> dict[str, float]:
+    import wordfreq
+
+    return wordfreq.get_frequency_dict(lang, wordlist)
+
+
+@lru_cache(maxsize=64)
+def function_words(lang: str) -> frozenset[str]:
+    """The language's most frequent words (from the small list, which loads in milliseconds)."""
+    freqs = _frequencies(lang, "small")
+    top = sorted(freqs, key=freqs.__getitem__, reverse=True)[:FUNCTION_WORDS_PER_LANGUAGE]
+    return frozenset(top)
+
+
+def guess_language(words: Iterable[str], script: str) -> tuple[str, int]:
+    """(language, function-word hits) for lower-cased words of one script; English wins ties. ('', 0)
+    when the script has no candidate languages."""
+    candidates = CANDIDATES.get(script, ())
+    if not candidates:
+        return "", 0
+    counts = Counter(words)
+    best, best_hits = candidates[0], -1
+    for lang in candidates:
+        vocab = function_words(lang)
+        hits = sum(n for w, n in counts.items() if w in vocab)
+        if hits > best_hits:
+            best, best_hits = lang, hits
+    return best, best_hits
+
+
+def zipf(word: str, lang: str) -> float:
+    """Zipf frequency (log10 of occurrences per billion words) of a lower-cased word in `lang`'s
+    largest list; 0.0 when the list does not have it."""
+    freq = _frequencies(lang, "best").get(word)
+    return math.log10(freq * 1e9) if freq else 0.0
+
+
+@lru_cache(maxsize=200_000)
+def is_word(word: str, lang: str) -> bool:
+    """The lower-cased word is in `lang`'s list or in English's (English terms appear in every language's
+    technical text). Apostrophe forms are looked up as written and without the apostrophe's tail."""
+    if word in _frequencies(lang, "best") or word in _frequencies("en", "best"):
+        return True
+    plain = word.replace("\u2019", "'")
+    if plain != word:
+        return is_word(plain, lang)
+    head, apostrophe, _tail = plain.partition("'")
+    return bool(apostrophe) and len(head) >= 2 and is_word(head, lang)
+
+
+@lru_cache(maxsize=50_000)
+def in_any_common_list(word: str, script: str) -> bool:
+    """Some language written in `script` has the word among its common words (its small list)."""
+    return any(word in _frequencies(lang, "small") for lang in CANDIDATES.get(script, ()))
 
 
 def is_english_word(word: str) -> bool:
-    """Lower-case lookup; a few regular inflections the list may lack are tried too."""
-    words = english_words()
-    w = word.lower().replace("\u2019", "'")
-    if w in words:
-        return True
-    for clitic in ("n't", "'s", "'re", "'ve", "'ll", "'d", "'m", "'"):
-        if w.endswith(clitic) and len(w) > len(clitic) + 1:
-            stem = w[: -len(clitic)]
-            if clitic == "n't" and stem in ("ca", "wo", "sha"):
-                return True  # can't, won't, shan't
-            if clitic == "'" and stem.endswith("in"):
-                stem += "g"  # dropped g: "lookin'"
-            return is_english_word(stem)
-    for suffix, replacement in (
-        ("s", ""),
-        ("es", ""),
-        ("ed", ""),
-        ("ed", "e"),
-        ("ing", ""),
-        ("ing", "e"),
-        ("ly", ""),
-    ):
-        if w.endswith(suffix) and len(w) > len(suffix) + 2 and w[: -len(suffix)] + replacement in words:
-            return True
-    # agent nouns and common derivations the list may lack ("installer", "rebootable"), from stems long
-    # enough not to turn garbled short words into derivations ("winer" is not "win" + "er")
-    for suffix in ("er", "ers", "able", "ness", "ment", "less"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 5 and w[: -len(suffix)] in words:
-            return True
-    for prefix in ("un", "re", "pre", "non", "sub", "multi"):
-        if w.startswith(prefix) and len(w) > len(prefix) + 3 and w[len(prefix) :] in words:
-            return True
-    return False
+    return is_word(word.lower(), "en")

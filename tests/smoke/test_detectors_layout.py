@@ -9,11 +9,11 @@ from k26ctl.smoke.detectors import (
     detect_char_runs,
     detect_gibberish,
     detect_tail_repeat,
-    detect_token_soup,
     score_text,
 )
 from k26ctl.smoke.kinds import PROFILES, guess_kind
 from k26ctl.smoke.restarts import enumeration_restart
+from k26ctl.smoke.wordsignals import detect_non_words, detect_script_mix
 
 PROSE = PROFILES["prose"]
 
@@ -84,7 +84,7 @@ def test_cjk_list_punctuation_separates_words() -> None:
         "衬线字体：mincho、明朝、song、batang、serif。\n"
         "等宽字体：mono、等幅、courier、fixed。"
     )
-    assert detect_token_soup(text, PROFILES["cjk"]) == []
+    assert detect_script_mix(text, PROFILES["cjk"]) == []
 
 
 def test_tables_of_string_literals_and_box_tables_have_their_kinds() -> None:
@@ -119,8 +119,9 @@ def test_contractions_and_dropped_g_are_english() -> None:
 def test_a_short_answer_made_mostly_of_non_words_is_gibberish() -> None:
     from k26ctl.smoke.lexicon import is_english_word
 
-    assert not is_english_word("winer")  # not "win" + "er": derivations need a longer stem
+    assert not is_english_word("hamplaar")
     garbled = "A hamplaar and tha ove trade ind and winer sys, backacmite ha, the pourst of farnel"
-    assert "non_words" in [f.detector for f in detect_gibberish(garbled, PROSE)]
+    assert "non_words" in [f.detector for f in detect_non_words(garbled, PROSE)]
     named = "We met Anna and Boris in Zurich and walked along the river to the old harbour with friends"
+    assert detect_non_words(named, PROSE) == []
     assert detect_gibberish(named, PROSE) == []

@@ -23,10 +23,10 @@ from k26ctl.smoke.detectors import (
     detect_replacement_char,
     detect_special_tokens,
     detect_tail_repeat,
-    detect_token_soup,
     score_text,
 )
 from k26ctl.smoke.kinds import PROFILES, guess_kind
+from k26ctl.smoke.wordsignals import detect_non_words, detect_script_mix
 
 PROSE = PROFILES["prose"]
 CODE = PROFILES["code"]
@@ -248,14 +248,14 @@ def test_token_soup_mixed_scripts_inside_words() -> None:
         "alseular阳negneg вер VALUESalling阳 statementençneg LageTX subsequent VALUES門 "
         "посowner ençneg African"
     )
-    findings = detect_token_soup(text, PROSE)
+    findings = detect_script_mix(text, PROSE)
     assert findings and "Cyrillic" in findings[0].message
 
 
 def test_token_soup_negative_bilingual_text() -> None:
     text = "我是一个名为 ChatGLM 的人工智能助手，可以用 English 或中文回答问题。In Russian, hello is привет."
-    assert detect_token_soup(text, PROSE) == []
-    assert detect_token_soup(CJK_PROSE, PROFILES["cjk"]) == []
+    assert detect_script_mix(text, PROSE) == []
+    assert detect_script_mix(CJK_PROSE, PROFILES["cjk"]) == []
 
 
 # ---- gibberish / word salad -------------------------------------------------------------------------
@@ -397,17 +397,19 @@ def test_non_words_catches_byte_level_garble_but_not_other_languages() -> None:
         "Onet twoul appet lay hell appotone. One, cuy pherents wathe sky faren. Mong the eves gold nhapp "
         "to the thal downuperanes, rivers day sea. The wave mo fteps to watet the wond one ply on to light"
     )
-    assert [f.detector for f in detect_gibberish(garble, PROSE)] == ["non_words"]
+    assert [f.detector for f in detect_non_words(garble, PROSE)] == ["non_words"]
     french = (
         "Le pain est fait de farine, d'eau, de sel et de levure. Le boulanger mélange le tout pour obtenir "
         "une pâte souple et la laisse lever dans un endroit chaud pendant une heure avant la cuisson."
     )
     assert detect_gibberish(french, PROSE) == []
+    assert detect_non_words(french, PROSE) == []
     technical = (
         "Photosynthesis converts carbon dioxide and water into glucose in the chloroplasts of the leaf, "
         "using chlorophyll to absorb photons; the Calvin cycle then fixes carbon through RuBisCO."
     )
     assert detect_gibberish(technical, PROSE) == []
+    assert detect_non_words(technical, PROSE) == []
 
 
 def test_megabyte_text_is_bounded_and_says_so() -> None:
