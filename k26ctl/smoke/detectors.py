@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import regex
+
 from k26ctl.smoke import lexicon
 from k26ctl.smoke.finding import Finding
 from k26ctl.smoke.kinds import KindProfile, profile_for
@@ -22,13 +24,13 @@ from k26ctl.smoke.restarts import enumeration_restart, final_restatement, paragr
 from k26ctl.smoke.textstats import (
     INVISIBLE,
     char_runs,
-    char_weight,
     compression_ratio,
     ends_in_repetition,
     novel_word_share,
     repeated_ngram_coverage,
     script_of,
     tandem_repeats,
+    visible,
     weighted_len,
 )
 from k26ctl.smoke.wordsignals import (
@@ -77,7 +79,7 @@ _SOMETHING_VISIBLE = re.compile("[^\\s" + re.escape("".join(sorted(INVISIBLE))) 
 
 
 def _visible(text: str) -> str:
-    return "".join(ch for ch in text if not ch.isspace() and ch not in INVISIBLE)
+    return visible(text)
 
 
 # ---- detectors ------------------------------------------------------------------------------------
@@ -242,7 +244,7 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     Whitespace is normalised so a line break instead of a space does not hide the repeat."""
     flat = re.sub(r"\s+", " ", _blank_urls(text)).rstrip()
     probe_len = _TAIL_PROBE
-    if sum(char_weight(c) for c in flat[-probe_len:]) > 1.4 * probe_len:
+    if weighted_len(flat[-probe_len:]) > 1.4 * probe_len:
         probe_len = _CJK_TAIL_PROBE  # CJK: fewer characters carry as much text
     if len(flat) < 4 * probe_len:
         return []
@@ -370,7 +372,7 @@ def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None
         return findings
     if profile.repetition_needs_open_end and not ends_in_repetition(window):
         return findings
-    cjk = sum(char_weight(c) for c in window[-200:]) > 1.4 * len(window[-200:])
+    cjk = weighted_len(window[-200:]) > 1.4 * len(window[-200:])
     n = 8 if cjk else 20
     tail_start = max(0, len(window) - _TAIL_WINDOW)
     # Parallel clauses ("shall not copy ...", "shall not modify ...") and templated sections share long
@@ -424,6 +426,8 @@ _SHORT_WORDS = _word_set(
 # Abbreviations ("e.g.", "U.S.") and one-letter labels ("Q:", "A)", "B.") are not word fragments.
 _ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)")
 # Letters glued to a number ("500g", "3x", "10ml") are units, not words.
+_VOWEL = re.compile("[aeiouyAEIOUY]")
+_TRIPLED = re.compile(r"([a-z])\1\1")
 _LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
 
 
@@ -436,8 +440,8 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
         return []
     cleaned = _ABBREVIATION.sub(lambda m: " " * len(m.group()), blank_markup(text))
     matches = list(_LATIN_WORD.finditer(cleaned))
-    if len(matches) < 12:
-        return []
+    if len(matches) < 20 or not _is_english(matches):
+        return []  # a non-English text's short words are not fragments of English words
     odd = 0
     first_odd = -1
     for match in matches:
@@ -447,18 +451,16 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
             len(word) == 1 and word not in "aAI"
         )
         fragment = short and _stands_alone(cleaned, match.start(), match.end())
-        no_vowel = len(word) >= 3 and not re.search(r"[aeiouyAEIOUY]", word) and not word.isupper()
-        tripled = re.search(r"([a-z])\1\1", lower) is not None
+        no_vowel = len(word) >= 3 and not _VOWEL.search(word) and not word.isupper()
+        tripled = _TRIPLED.search(lower) is not None
         if fragment or no_vowel or tripled:
             odd += 1
             if first_odd < 0:
                 first_odd = match.start()
     findings: list[Finding] = []
-    if not _is_english(matches):
-        return findings  # its short words are not fragments of English words
     start = max(first_odd, 0)
     share = odd / len(matches)
-    if len(matches) >= 20 and odd >= 4 and share >= _FRAGMENT_SHARE:
+    if odd >= 4 and share >= _FRAGMENT_SHARE:
         findings.append(
             Finding(
                 "gibberish",
@@ -492,6 +494,10 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
 _UNKNOWN_SHARE = 0.3
 
 
+# Letters and digits; modifier letters (Arabic tatweel, spacing marks) stretch text but carry no content.
+_CONTENT_CHAR = regex.compile(r"[\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]")
+
+
 def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
     """Mostly symbols, or a healthy start that collapses into symbols (letters vanish in the tail)."""
     if not profile.check_content:
@@ -505,9 +511,7 @@ def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
         return []
 
     def letter_share(chars: str) -> float:
-        # modifier letters (Arabic tatweel, spacing marks) stretch text; they carry no content
-        wordy = sum(1 for ch in chars if ch.isalnum() and unicodedata.category(ch) != "Lm")
-        return wordy / max(len(chars), 1)
+        return len(_CONTENT_CHAR.findall(chars)) / max(len(chars), 1)
 
     whole = letter_share(visible)
     if whole < 0.3:

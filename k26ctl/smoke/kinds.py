@@ -118,14 +118,20 @@ _TABLE_LINE = re.compile(
 )
 
 
+_NOT_BLANK = re.compile(r"\S")
+_ALNUM = re.compile(r"[^\W_]")
+_LETTERS = re.compile(r"[^\W\d_]")
+_DIGITS = re.compile(r"\d")
+
+
 def guess_kind(text: str) -> str:
     """The most likely kind of a text, from its structure alone."""
     stripped = text.strip()
     if not stripped:
         return "short"
     lines = [line for line in stripped.splitlines() if line.strip()]
-    visible = [ch for ch in stripped if not ch.isspace()]
-    alnum = sum(1 for ch in visible if ch.isalnum())
+    visible = _NOT_BLANK.findall(stripped)
+    alnum = len(_ALNUM.findall(stripped))
     if stripped.startswith(("{", "[", "```json")) and '":' in stripped:
         return "json"
     code_lines = sum(bool(_CODE_LINE.match(x)) for x in lines)
@@ -152,10 +158,10 @@ def guess_kind(text: str) -> str:
 
 def _is_data_line(line: str) -> bool:
     """Mostly digits and separators: letters are under a fifth of the visible characters."""
-    visible = [ch for ch in line if not ch.isspace()]
-    letters = sum(1 for ch in visible if ch.isalpha())
-    digits = sum(1 for ch in visible if ch.isdigit())
-    return len(visible) >= 4 and digits >= 2 and letters < 0.2 * len(visible)
+    visible = len(_NOT_BLANK.findall(line))
+    letters = len(_LETTERS.findall(line))
+    digits = len(_DIGITS.findall(line))
+    return visible >= 4 and digits >= 2 and letters < 0.2 * visible
 
 
 def _looks_like_verse(lines: list[str]) -> bool:

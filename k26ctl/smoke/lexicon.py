@@ -52,14 +52,23 @@ def guess_language(words: Iterable[str], script: str) -> tuple[str, int]:
     candidates = CANDIDATES.get(script, ())
     if not candidates:
         return "", 0
-    counts = Counter(words)
-    best, best_hits = candidates[0], -1
-    for lang in candidates:
-        vocab = function_words(lang)
-        hits = sum(n for w, n in counts.items() if w in vocab)
-        if hits > best_hits:
-            best, best_hits = lang, hits
-    return best, best_hits
+    index = _function_word_index(script)
+    hits = dict.fromkeys(candidates, 0)
+    for word, n in Counter(words).items():
+        for lang in index.get(word, ()):
+            hits[lang] += n
+    best = max(candidates, key=hits.__getitem__)  # the first (English for Latin) among equals
+    return best, hits[best]
+
+
+@lru_cache(maxsize=16)
+def _function_word_index(script: str) -> dict[str, tuple[str, ...]]:
+    """Function word -> the candidate languages of `script` that have it."""
+    index: dict[str, list[str]] = {}
+    for lang in CANDIDATES.get(script, ()):
+        for word in function_words(lang):
+            index.setdefault(word, []).append(lang)
+    return {word: tuple(langs) for word, langs in index.items()}
 
 
 def zipf(word: str, lang: str) -> float:
@@ -71,9 +80,11 @@ def zipf(word: str, lang: str) -> float:
 
 @lru_cache(maxsize=200_000)
 def is_word(word: str, lang: str) -> bool:
-    """The lower-cased word is in `lang`'s list or in English's (English terms appear in every language's
-    technical text). Apostrophe forms are looked up as written and without the apostrophe's tail."""
-    if word in _frequencies(lang, "best") or word in _frequencies("en", "best"):
+    """The lower-cased word is in English's large list (English terms appear in every language's
+    technical text) or in `lang`'s list of common words. Other languages' large lists take seconds to
+    read, so they are not used: for a language other than English an unknown word may just be rare.
+    Apostrophe forms are looked up as written and without the apostrophe's tail."""
+    if word in _frequencies("en", "best") or word in _frequencies(lang, "small"):
         return True
     plain = word.replace("\u2019", "'")
     if plain != word:

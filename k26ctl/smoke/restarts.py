@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from k26ctl.smoke.textstats import is_wide
+from k26ctl.smoke.textstats import wide_count
 
 _SENTENCE = re.compile(r"[^.!?\u3002\uff01\uff1f]+(?:[.!?\u3002\uff01\uff1f]+|$)")
 _WORD = re.compile(r"\w+")
@@ -41,7 +41,7 @@ _URL = re.compile(r"https?://\S+|www\.\S+")
 def _units(sentence: str) -> list[str]:
     """Words, or single characters for CJK text (no spaces to split on); links do not count."""
     sentence = _URL.sub(" ", sentence)
-    wide = sum(1 for ch in sentence if is_wide(ch))
+    wide = wide_count(sentence)
     if wide >= 0.5 * max(len(sentence.strip()), 1):
         return [ch for ch in sentence if ch.isalnum()]
     return [w.lower() for w in _WORD.findall(sentence)]
@@ -80,7 +80,7 @@ class EnumerationRestart:
 def _content_words(item: str) -> set[str]:
     """Content words of an item; character pairs for CJK text."""
     item = _URL.sub(" ", item)
-    if sum(1 for ch in item if is_wide(ch)) >= 0.5 * max(len(item.strip()), 1):
+    if wide_count(item) >= 0.5 * max(len(item.strip()), 1):
         chars = [ch for ch in item if ch.isalnum()]
         return {a + b for a, b in itertools.pairwise(chars)}
     return {w for w in (x.lower() for x in _WORD.findall(item)) if len(w) >= 3 and w not in _STOP}

@@ -1,7 +1,8 @@
-"""Small, dependency-free text measurements the detectors are built from.
+"""Small text measurements the detectors are built from.
 
 Everything here works on characters, not on whitespace tokens, so that CJK text (no spaces) and
-symbol runs ("!!!!") are measured like any other text.
+symbol runs ("!!!!") are measured like any other text. Per-character questions are asked of whole
+texts through regular expressions (Unicode properties of the `regex` module), so the work runs in C.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from array import array
 from dataclasses import dataclass
 from functools import lru_cache
 
+import regex
+
 # Zero-width and format characters that render as nothing. U+200D (ZWJ) and U+200C (ZWNJ) have
 # legitimate uses (emoji sequences, Persian); callers decide about context.
 INVISIBLE = frozenset(
@@ -21,8 +24,19 @@ INVISIBLE = frozenset(
 )
 
 
+_WIDE = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
+_LETTER = regex.compile(r"\p{L}")
+_CJK_LETTER = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]")
+_HIDDEN_OR_BLANK = regex.compile("[\\s" + "".join(sorted(INVISIBLE)) + "]+")
+
+
 def is_wide(ch: str) -> bool:
-    return unicodedata.east_asian_width(ch) in ("W", "F")
+    return _WIDE.match(ch) is not None
+
+
+def wide_count(text: str) -> int:
+    """Characters of East Asian width Wide or Fullwidth (CJK, full-width forms, most emoji)."""
+    return len(_WIDE.findall(text))
 
 
 def char_weight(ch: str) -> float:
@@ -31,7 +45,12 @@ def char_weight(ch: str) -> float:
 
 
 def weighted_len(text: str) -> float:
-    return sum(char_weight(ch) for ch in text)
+    return float(len(text) + wide_count(text))
+
+
+def visible(text: str) -> str:
+    """The text without whitespace and zero-width characters."""
+    return _HIDDEN_OR_BLANK.sub("", text)
 
 
 @lru_cache(maxsize=4096)
@@ -74,19 +93,11 @@ def script_of(ch: str) -> str:
     return name.split(" ", 1)[0].title() if name else "Other"
 
 
-# Scripts that legitimately share words (Japanese mixes Han and Kana, Korean may include Han).
-_FRIENDLY = ({"Han", "Kana"}, {"Han", "Hangul"})
-
-
-def scripts_compatible(a: str, b: str) -> bool:
-    return a == b or any(a in group and b in group for group in _FRIENDLY)
-
-
 def cjk_ratio(text: str) -> float:
-    letters = [ch for ch in text if ch.isalpha()]
+    letters = len(_LETTER.findall(text))
     if not letters:
         return 0.0
-    return sum(1 for ch in letters if script_of(ch) in ("Han", "Kana", "Hangul")) / len(letters)
+    return len(_CJK_LETTER.findall(text)) / letters
 
 
 def compression_ratio(text: str) -> float:
@@ -111,17 +122,14 @@ class Run:
 
 
 def char_runs(text: str, min_count: int = 2) -> list[Run]:
-    runs: list[Run] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        j = i + 1
-        while j < n and text[j] == text[i]:
-            j += 1
-        if j - i >= min_count:
-            runs.append(Run(text[i], i, j - i))
-        i = j
-    return runs
+    """Runs of one character repeated at least `min_count` times, in text order."""
+    pattern = _same_char_run(max(min_count - 1, 0))
+    return [Run(m.group(1), m.start(), m.end() - m.start()) for m in pattern.finditer(text)]
+
+
+@lru_cache(maxsize=16)
+def _same_char_run(more: int) -> re.Pattern[str]:
+    return re.compile(r"(.)\1{" + str(more) + ",}", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -159,23 +167,54 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
     (min_copies - 1) * p consecutive positions. Each character becomes a one- or two-byte code, and for
     every period the text is compared with itself shifted by p in one big-integer XOR: the zero codes
     are the equal positions, and a bytes regex finds their runs. The work per period is in C, so callers
-    may pass a few thousand characters.
+    may pass a few thousand characters. A period that needs _GRAM or more equal positions is tried only
+    when some _GRAM characters recur at exactly that distance (a necessary condition).
     """
     n = len(text)
+    top = min(max_period, n // 2)
     codes, width = _char_codes(text)
     whole = int.from_bytes(codes, "big")
+    distances = _recurrence_distances(text, _GRAM, top)
     found: list[Repeat] = []
-    for p in range(2, min(max_period, n // 2) + 1):
+    for p in range(2, top + 1):
         need = max(int((min_copies - 1) * p), 1)
+        if need >= _GRAM and p not in distances:
+            continue
         span = n - p  # positions j compared with j + p
         diff = (whole >> (8 * width * p)) ^ (whole & ((1 << (8 * width * span)) - 1))
         equal = _zero_codes(diff.to_bytes(width * span, "big"), width)
+        if bytes(need) not in equal:
+            continue  # no stretch of `need` equal positions at this period
         for run in _zero_runs(need).finditer(equal):
             start, stop = run.span()
             unit = text[start : start + p]
             if (unit + unit).find(unit, 1) == p:  # primitive: not a repeat of a shorter unit
                 found.append(Repeat(start, stop + p, p, unit))
     return found
+
+
+_GRAM = 8
+
+
+def _recurrence_distances(text: str, q: int, limit: int) -> set[int] | range:
+    """Distances (up to `limit`) between two occurrences of the same q characters; every distance
+    when some q characters recur too often for the pairs to be worth listing (a loop)."""
+    seen: dict[str, list[int]] = {}
+    distances: set[int] = set()
+    for i in range(len(text) - q + 1):
+        gram = text[i : i + q]
+        earlier = seen.get(gram)
+        if earlier is None:
+            seen[gram] = [i]
+            continue
+        if len(earlier) >= _MAX_RECURRENCES:
+            return range(limit + 1)
+        distances.update(i - j for j in earlier if i - j <= limit)
+        earlier.append(i)
+    return distances
+
+
+_MAX_RECURRENCES = 6
 
 
 def _char_codes(text: str) -> tuple[bytes, int]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from k26ctl.smoke import lexicon
 from k26ctl.smoke.finding import Finding
@@ -37,6 +38,7 @@ _MARKUP = re.compile(
 )
 
 
+@lru_cache(maxsize=8)
 def blank_markup(text: str) -> str:
     return _MARKUP.sub(lambda m: " " * len(m.group()), text)
 
@@ -47,6 +49,7 @@ def blank_markup(text: str) -> str:
 NON_WORD_SHARE = 0.3  # of lower-case words of 3+ letters that no list has, in any text of 4+ such words
 NON_WORD_SHARE_LOW_FUNCTION = 0.2  # the same when function words are scarce too (< FEW_FUNCTION_WORDS)
 FEW_FUNCTION_WORDS = 0.3
+FOREIGN_FUNCTION_SHARE = 0.15  # below this share a text not in English has its words judged too
 SALAD_FUNCTION_SHARE = 0.08  # word salad: 25+ words of which fewer than this share are function words
 SALAD_MIN_WORDS = 25
 _MIN_ELIGIBLE = 4
@@ -64,9 +67,9 @@ def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
     """Words that are not words of the text's language, and word salad without function words.
 
     The language is the one whose most frequent words the text uses most (English on a tie); a word
-    is known when that language's list or English's has it, and for a text with no function word at
-    all, when any language of its script has it in its common-word list. Capitalised words (names)
-    and words under three letters are not judged."""
+    is known when English's large list or the language's common-word list has it, and for a text with
+    no function word at all, when any language of its script has it among its common words.
+    Capitalised words (names) and words under three letters are not judged."""
     if not profile.check_gibberish:
         return []
     script, words = _script_words(text)
@@ -79,7 +82,10 @@ def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
     findings: list[Finding] = []
     function_share = hits / len(words)
     eligible = [w for w in words if len(w.text) >= 3 and w.text == w.text.lower()]
-    unknown = [w for w in eligible if not _known(w.text, lang, script, hits)]
+    # Only English is looked up in a large list; a text in another language is judged on its words
+    # only when it lacks that language's function words too (real sentences have them).
+    judged = lang == "en" or function_share < FOREIGN_FUNCTION_SHARE
+    unknown = [w for w in eligible if not _known(w.text, lang, script, hits)] if judged else []
     if len(eligible) >= _MIN_ELIGIBLE and len(unknown) >= 2:
         share = len(unknown) / len(eligible)
         limit = NON_WORD_SHARE_LOW_FUNCTION if function_share < FEW_FUNCTION_WORDS else NON_WORD_SHARE
@@ -208,7 +214,9 @@ def detect_script_mix(text: str, profile: KindProfile) -> list[Finding]:
     """Words whose letters switch between scripts that are never written together inside a word
     (Latin and Cyrillic, Latin and Telugu, Cyrillic and Han): vocabulary pieces of several languages
     glued together. A single Greek letter in a Latin word is a unit or a symbol ("10μm"), not a switch."""
-    words = words_of(text)
+    if text.isascii():
+        return []
+    words = words_of(blank_markup(text))
     mixed = [w for w in words if w.mixed and min(w.run_lengths) >= 2]
     if not mixed:
         return []

@@ -8,8 +8,8 @@ from Latin to Cyrillic or Telugu part-way is a sign of random vocabulary entries
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import regex
 
@@ -31,8 +31,7 @@ _FRIENDS = (
 )
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(NamedTuple):
     text: str
     start: int
     end: int
@@ -50,30 +49,28 @@ class Word:
         return len(kinds) > 1 and not any(kinds <= group for group in _FRIENDS)
 
 
+_WORD = regex.compile(r"\p{L}[\p{L}\p{M}]*(?:['\u2019]\p{L}[\p{L}\p{M}]*)*")
+_LATIN = ("Latin",)
+
+
 @lru_cache(maxsize=8)
 def words_of(text: str) -> tuple[Word, ...]:
-    """Letter runs of one script glued together make one word; apostrophes inside a word keep it whole
-    ("don't"). Digits, punctuation and spaces separate words."""
+    """Letter runs (with inner apostrophes: "don't") between digits, punctuation and spaces; a word
+    glued together from runs of several scripts is one word that knows its runs."""
     words: list[Word] = []
-    start = end = -1
-    scripts: list[str] = []
-    lengths: list[int] = []
-    for match in _RUN.finditer(text):
-        name = match.lastgroup or "Other"
-        size = match.end() - match.start()
-        if match.start() == end or (
-            match.start() == end + 1 and text[end] in "'\u2019" and scripts[-1] == name
-        ):
-            end = match.end()
-            if scripts[-1] != name:
-                scripts.append(name)
-                lengths.append(size)
-            else:
-                lengths[-1] += size
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if word.isascii():
+            words.append(Word(word, match.start(), match.end(), _LATIN, (len(word),)))
             continue
-        if start >= 0:
-            words.append(Word(text[start:end], start, end, tuple(scripts), tuple(lengths)))
-        start, end, scripts, lengths = match.start(), match.end(), [name], [size]
-    if start >= 0:
-        words.append(Word(text[start:end], start, end, tuple(scripts), tuple(lengths)))
+        scripts: list[str] = []
+        lengths: list[int] = []
+        for run in _RUN.finditer(word):
+            name = run.lastgroup or "Other"
+            if scripts and scripts[-1] == name:
+                lengths[-1] += run.end() - run.start()
+            else:
+                scripts.append(name)
+                lengths.append(run.end() - run.start())
+        words.append(Word(word, match.start(), match.end(), tuple(scripts), tuple(lengths)))
     return tuple(words)
