@@ -1,8 +1,9 @@
 """Recall and false-positive rate of the smoke detectors on labelled real outputs.
 
 Usage: python benchmarks/detectors.py [CORPUS.jsonl ...] [--verbose] [--collect-lab FILE]
-                                     [--stress [FORTUNES_DIR]] [--show-held-out]
-Default corpora: ../shared/corpus/dev.jsonl (relative to the repository, or $K26CTL_CORPUS),
+                                     [--stress [FORTUNES_DIR]] [--show-held-out] [--show-check]
+Default corpora: ../shared/corpus/dev.jsonl and dev2.jsonl (relative to the repository, or the
+directory $K26CTL_CORPUS),
 benchmarks/data/lab_outputs.jsonl (see below) and benchmarks/data/extra_real.jsonl (real texts with
 package sources, built by benchmarks/data/build_extra_real.py: degenerate outputs quoted in the anchor
 notes and in docstrings of the transformers wheel, normal model outputs, and human-written hard
@@ -17,11 +18,12 @@ and stale unvisited rows, and the mask-only variant) and the patched budget 16, 
 paragraph opening the lab model was trained on (greedy, four requests in flight), labels each output
 'good' when it equals the NONE output and 'bad' otherwise, writes FILE, and scores it too.
 
-Held-out estimate: the detectors were calibrated on dev.jsonl. Before any threshold was tuned, the
-corpus was split by source URL (sha256(source) mod 10 < 3 -> "held-out", 14 of 60 texts); tuning
-looked only at the other part's results. The held-out figures are printed separately. They are few
-texts, so the script also prints a Wilson 95 % interval. Later work was told which dev texts were
-still missed (held-out ones among them), so the dev held-out part is no longer untouched.
+Fit and check halves: dev.jsonl and dev2.jsonl (../shared/corpus) are split by source URL, fixed
+before any detector of the word-level generation was tuned: a text is in the check half when
+sha256(source) is odd, else in the fit half (77 check, 72 fit texts). Thresholds were tuned on the
+fit half only; the check half is reported (recall, false-positive rate, and the fit-to-check recall
+gap) and its disagreements are listed only with --show-check. An earlier split of dev.jsonl alone
+(sha256(source) mod 10 < 3) had been looked at while tuning and is no longer reported.
 
 benchmarks/data/lab_outputs.jsonl holds 120 outputs written by `--collect-lab` (labelled by equality
 with the NONE server, so a one-letter answer that stopped early counts as bad although only a
@@ -60,22 +62,26 @@ from k26ctl.smoke.detectors import score_text
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def default_corpus() -> Path:
+CORPUS_FILES = ("dev.jsonl", "dev2.jsonl")
+
+
+def default_corpus_dir() -> Path:
     env = os.environ.get("K26CTL_CORPUS")
     if env:
         return Path(env)
-    for candidate in (ROOT.parent / "shared" / "corpus" / "dev.jsonl", Path("/work/shared/corpus/dev.jsonl")):
-        if candidate.exists():
+    for candidate in (ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
+        if (candidate / CORPUS_FILES[0]).exists():
             return candidate
-    return ROOT.parent / "shared" / "corpus" / "dev.jsonl"
+    return ROOT.parent / "shared" / "corpus"
 
 
 EXTRA = ROOT / "benchmarks" / "data" / "extra_real.jsonl"
 LAB = ROOT / "benchmarks" / "data" / "lab_outputs.jsonl"
 
 
-def held_out(record: dict[str, str]) -> bool:
-    return int(hashlib.sha256(record["source"].encode()).hexdigest(), 16) % 10 < 3
+def in_check_half(record: dict[str, str]) -> bool:
+    """The calibration split of the real corpora, by source: tune on the fit half, report the check half."""
+    return int(hashlib.sha256(record["source"].encode()).hexdigest(), 16) % 2 == 1
 
 
 def extra_held_out(record: dict[str, str]) -> bool:
@@ -91,8 +97,8 @@ def whisper_gzip(text: str) -> bool:
     return bool(raw) and len(raw) / len(zlib.compress(raw)) > 2.4
 
 
-def ours(text: str) -> bool:
-    return score_text(text).degenerate
+def ours(text: str, prompt: str | None = None) -> bool:
+    return score_text(text, prompt=prompt).degenerate
 
 
 @dataclass
@@ -132,6 +138,14 @@ def evaluate(records: list[dict[str, str]], method: Callable[[str], bool]) -> Sc
     score = Score()
     for r in records:
         score.add(r["label"] == "bad", method(r["text"]))
+    return score
+
+
+def evaluate_ours(records: list[dict[str, str]]) -> Score:
+    """score_text with the prompt where the corpus gives one (as `k26ctl score` and smoke runs do)."""
+    score = Score()
+    for r in records:
+        score.add(r["label"] == "bad", ours(r["text"], r.get("prompt") or None))
     return score
 
 
@@ -278,6 +292,16 @@ def report_stress(fortunes: Path | None, verbose: bool) -> None:
             print(f"  - {src}: {'; '.join(v.reasons)}")
 
 
+def report_methods(
+    rows: list[dict[str, str]], methods: dict[str, Callable[[str], bool]]
+) -> dict[str, Score]:
+    scores = {"k26ctl": evaluate_ours(rows)}
+    scores.update({name: evaluate(rows, method) for name, method in methods.items()})
+    for name, score in scores.items():
+        print(line(name, score))
+    return scores
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -293,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also list disagreements on the extra held-out half",
     )
     parser.add_argument(
+        "--show-check",
+        action="store_true",
+        help="also list disagreements on the check half of dev.jsonl + dev2.jsonl",
+    )
+    parser.add_argument(
         "--stress",
         nargs="?",
         const=Path("/usr/share/games/fortunes"),
@@ -303,12 +332,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.collect_lab:
         collect_lab(args.collect_lab)
-    paths = args.corpus or [default_corpus(), EXTRA, LAB]
+    corpus_dir = default_corpus_dir()
+    paths = args.corpus or [*(corpus_dir / name for name in CORPUS_FILES), EXTRA, LAB]
     methods: dict[str, Callable[[str], bool]] = {
-        "k26ctl": ours,
         "bang-regex": bang_regex,
         "whisper-gzip": whisper_gzip,
     }
+    halves: dict[str, list[dict[str, str]]] = {"fit half": [], "check half": []}
     for path in paths:
         if not path.exists():
             print(f"corpus not found: {path}", file=sys.stderr)
@@ -316,18 +346,20 @@ def main(argv: list[str] | None = None) -> int:
         records = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
         print(f"{path} ({len(records)} texts: {sum(r['label'] == 'bad' for r in records)} bad)")
         subsets = {"all": records}
-        if path.name == "dev.jsonl":
-            subsets["tuned part"] = [r for r in records if not held_out(r)]
-            subsets["held-out part"] = [r for r in records if held_out(r)]
+        calibration = path.name in CORPUS_FILES
+        if calibration:
+            subsets["fit half"] = [r for r in records if not in_check_half(r)]
+            subsets["check half"] = [r for r in records if in_check_half(r)]
+            halves["fit half"] += subsets["fit half"]
+            halves["check half"] += subsets["check half"]
         elif path.name == EXTRA.name:
             subsets["tuned part"] = [r for r in records if not extra_held_out(r)]
             subsets["held-out part"] = [r for r in records if extra_held_out(r)]
         for subset, rows in subsets.items():
             print(f" {subset} ({len(rows)} texts)")
-            for name, method in methods.items():
-                print(line(name, evaluate(rows, method)))
+            report_methods(rows, methods)
         started = time.perf_counter()
-        verdicts = [score_text(r["text"]) for r in records]
+        verdicts = [score_text(r["text"], prompt=r.get("prompt") or None) for r in records]
         elapsed = time.perf_counter() - started
         print(f" score_text: {1000 * elapsed / len(records):.2f} ms per text on average")
         fired = Counter(f.detector for v in verdicts for f in v.findings if f.severity == "fail")
@@ -339,11 +371,24 @@ def main(argv: list[str] | None = None) -> int:
         for r, v in misses:
             if path.name == EXTRA.name and extra_held_out(r) and not args.show_held_out:
                 continue  # held-out texts are counted above, never listed (nothing to tune on)
+            if calibration and in_check_half(r) and not args.show_check:
+                continue  # the check half is counted above, listed only on request
             kind = "missed" if r["label"] == "bad" else "false positive"
+            where = " [check half]" if calibration and in_check_half(r) else ""
             detail = (
                 "; ".join(v.reasons) if args.verbose else ", ".join(sorted({f.detector for f in v.findings}))
             )
-            print(f"  - {kind}: {r.get('category', '?')} ({r['source']}) {detail}")
+            print(f"  - {kind}{where}: {r.get('category', '?')} ({r['source']}) {detail}")
+    if halves["fit half"] and halves["check half"]:
+        print("dev.jsonl + dev2.jsonl by half (split by source; tuned on the fit half only)")
+        scores: dict[str, dict[str, Score]] = {}
+        for half, rows in halves.items():
+            print(f" {half} ({len(rows)} texts: {sum(r['label'] == 'bad' for r in rows)} bad)")
+            scores[half] = report_methods(rows, methods)
+        print(" fit-to-check recall gap (fit recall - check recall):")
+        for name in scores["fit half"]:
+            gap = scores["fit half"][name].recall - scores["check half"][name].recall
+            print(f"  {name:<14} {gap:+.3f}")
     if args.stress:
         report_stress(args.stress, args.verbose)
     return 0

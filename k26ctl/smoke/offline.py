@@ -1,13 +1,15 @@
 """Offline scoring of saved outputs (`k26ctl score`): JSON Lines in, one verdict per line out.
 
-Records are read and scored one at a time (`iter_scored`), so the first verdict prints while the
-rest of a large file is still unread and memory holds one record. Lines are split on "\\n" only:
+Records are read and scored as a stream (`iter_scored`), so the first verdicts print while the
+rest of a large file is still unread; a long input is scored on every core (smoke.batch), which reads
+a bounded number of records ahead. Lines are split on "\\n" only:
 a raw U+2028 inside a JSON string is valid JSON Lines. Each line is at most 16 MB, JSON within the
 `jsonsafe` limits; anything else is a ConfigError naming the line.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -16,7 +18,8 @@ from typing import Any, BinaryIO
 from k26ctl import inputs
 from k26ctl.errors import ConfigError
 from k26ctl.jsonsafe import JSONRefused, loads
-from k26ctl.smoke.detectors import TextVerdict, score_text
+from k26ctl.smoke.batch import Request, score_many
+from k26ctl.smoke.detectors import TextVerdict
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class ScoredLine:
         return data
 
 
-def _score_record(number: int, raw: str, where: str) -> ScoredLine | None:
+def _parse_record(number: int, raw: str, where: str) -> tuple[int, dict[str, Any], Request] | None:
     if not raw.strip():
         return None
     try:
@@ -48,22 +51,26 @@ def _score_record(number: int, raw: str, where: str) -> ScoredLine | None:
     for key, value in optional.items():
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{where}:{number}: '{key}' must be a string")
-    return ScoredLine(number, score_text(record["text"], **optional), record)
+    return number, record, Request(record["text"], **optional)
+
+
+def _score_numbered(numbered: Iterable[tuple[int, str]], where: str) -> Iterator[ScoredLine]:
+    parsed = (_parse_record(number, raw, where) for number, raw in numbered)
+    records, requests = itertools.tee(item for item in parsed if item is not None)
+    verdicts = score_many(request for _number, _record, request in requests)
+    for (number, record, _request), verdict in zip(records, verdicts, strict=True):
+        yield ScoredLine(number, verdict, record)
 
 
 def score_lines(lines: Iterable[str], where: str = "input") -> list[ScoredLine]:
     """Score each JSON object with a `text` (optional `prompt`, `kind`, `finish_reason`); blank lines
     are skipped. A line that is not such an object is a config error naming the line."""
-    scored = (_score_record(number, raw, where) for number, raw in enumerate(lines, start=1))
-    return [item for item in scored if item is not None]
+    return list(_score_numbered(enumerate(lines, start=1), where))
 
 
 def iter_scored(stream: BinaryIO, where: str) -> Iterator[ScoredLine]:
-    """Score a binary JSON Lines stream record by record."""
-    for number, raw in inputs.iter_lines(stream, what="score input", where=where):
-        item = _score_record(number, raw, where)
-        if item is not None:
-            yield item
+    """Score a binary JSON Lines stream in order, yielding as records are scored."""
+    yield from _score_numbered(inputs.iter_lines(stream, what="score input", where=where), where)
 
 
 # A saved-output file may be large; it is streamed, so the cap only stops runaway inputs.
