@@ -52,6 +52,8 @@ FEW_FUNCTION_WORDS = 0.3
 FOREIGN_FUNCTION_SHARE = 0.15  # below this share a text not in English has its words judged too
 SALAD_FUNCTION_SHARE = 0.08  # word salad: 25+ words of which fewer than this share are function words
 SALAD_MIN_WORDS = 25
+SALAD_TAIL_WORDS = 20  # a late collapse: the last 20 words of a text of 40 or more
+SALAD_FUNCTION_SHARE_TAIL = 0.12  # ... have fewer function words than this, and two non-words
 _MIN_ELIGIBLE = 4
 
 
@@ -114,7 +116,33 @@ def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
                 f"{hits} of {len(words)} words are {lang} function words (real sentences have a third)",
             )
         )
+    findings += _salad_tail(text, words, lang, unknown)
     return findings
+
+
+def _salad_tail(text: str, words: list[Word], lang: str, unknown: list[Word]) -> list[Finding]:
+    """A text that starts as sentences and ends as a string of words: its last SALAD_TAIL_WORDS words
+    hold almost no function words and some non-words."""
+    if len(words) < 2 * SALAD_TAIL_WORDS:
+        return []
+    tail = words[-SALAD_TAIL_WORDS:]
+    function = lexicon.function_words(lang)
+    share = sum(w.text.lower() in function for w in tail) / len(tail)
+    odd = [w for w in unknown if w.start >= tail[0].start]
+    if share >= SALAD_FUNCTION_SHARE_TAIL or len(odd) < 2:
+        return []
+    start = tail[0].start
+    return [
+        Finding(
+            "word_salad",
+            round(share, 3),
+            SALAD_FUNCTION_SHARE_TAIL,
+            (start, len(text)),
+            _excerpt(text, start, len(text)),
+            f"the last {len(tail)} words have {share:.0%} function words and {len(odd)} non-words "
+            f"({', '.join(w.text for w in odd[:3])}): the text collapses into word salad",
+        )
+    ]
 
 
 def _known(word: str, lang: str, script: str, hits: int) -> bool:
