@@ -16,10 +16,18 @@ import typing
 import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from k26ctl.errors import ConfigError
 
@@ -83,7 +91,8 @@ class HostConfig(_Model):
 
 
 class ServiceConfig(_Model):
-    name: str = Field(default="sglang", pattern=r"^[A-Za-z0-9:_.@-]+$")
+    # systemd unit names are at most 255 bytes including ".service"
+    name: str = Field(default="sglang", pattern=r"^[A-Za-z0-9:_.@-]+$", max_length=200)
     description: str = "SGLang server"
     unit_dir: str = "/etc/systemd/system"
     user: str | None = None
@@ -104,7 +113,7 @@ class ServiceConfig(_Model):
     limit_nofile: int = Field(default=65536, ge=1024)
     syslog_identifier: str | None = None
     hardening: bool = True
-    wanted_by: str = "multi-user.target"
+    wanted_by: str = Field(default="multi-user.target", pattern=r"^[A-Za-z0-9:_.@-]+( [A-Za-z0-9:_.@-]+)*$")
     after: list[str] = Field(default_factory=list)  # extra units to start after, e.g. nvidia-persistenced
 
     @model_validator(mode="after")
@@ -168,7 +177,10 @@ class SGLangConfig(_Model):
 
 class ReadinessConfig(_Model):
     timeout: float = Field(default=1800.0, gt=0)
-    probes: list[str] = Field(default_factory=lambda: ["/health", "/v1/models"])
+    # Each probe is a URL path on the server: "/" then visible ASCII, no spaces, no scheme or host.
+    probes: list[Annotated[str, StringConstraints(pattern=r"^/[!-~]*$", max_length=512)]] = Field(
+        default_factory=lambda: ["/health", "/v1/models"], min_length=1
+    )
     poll_initial: float = Field(default=1.0, gt=0)
     poll_max: float = Field(default=5.0, gt=0, le=5.0)
 
@@ -359,7 +371,10 @@ def _format_validation_error(exc: ValidationError, where: str) -> ConfigError:
     loc = ".".join(str(p) for p in err["loc"])
     msg = err["msg"]
     value = err.get("input")
-    shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
+    text = repr(value)
+    shown = (
+        "" if isinstance(value, (dict, list)) else f" (got {text[:80] + '...' if len(text) > 80 else text})"
+    )
     more = f"; {len(exc.errors()) - 1} more" if len(exc.errors()) > 1 else ""
     return ConfigError(
         f"{where}: {loc}: {msg}{shown}{more}", "fix the value, see profiles/base.yaml for examples"

@@ -32,7 +32,9 @@ UNIT_TEMPLATE = "sglang.service.j2"
 
 # Flags whose value is a secret when written literally (extra_args); their values are redacted.
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})
-_SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+_SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASS|PWD|CREDENTIAL|AUTH|COOKIE|PRIVATE)", re.IGNORECASE)
+# user:password@ (or token@) in a URL anywhere in a value: https://user:hunter2@host/..., redis://:pw@h
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+$")
 _USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\$?$|^[0-9]+$")
 
@@ -100,6 +102,17 @@ def _check_free_text(value: str, where: str) -> str:
     return value
 
 
+def _check_unit_list(value: str, where: str) -> str:
+    """Unit names only (space-separated), each checked like a unit name; no specifiers survive."""
+    names = value.split()
+    if not names:
+        raise ConfigError(f"{where} is empty", "for example multi-user.target")
+    for name in names:
+        if not _UNIT_NAME.match(name) or len(name) > 255:
+            raise ConfigError(f"{where}: {name!r} is not a unit name", "for example multi-user.target")
+    return " ".join(escape_specifiers(n) for n in names)
+
+
 # ---- redaction ----------------------------------------------------------------------------------
 
 
@@ -114,9 +127,19 @@ def redact_argv(argv: Iterable[str], env_refs: Mapping[int, str] | None = None) 
         elif "=" in word and word.split("=", 1)[0] in SECRET_FLAGS:
             out.append(word.split("=", 1)[0] + "=" + REDACTED)
         else:
-            out.append(word)
+            out.append(redact_url_credentials(word))
         hide_next = word in SECRET_FLAGS
     return out
+
+
+def redact_url_credentials(value: str) -> str:
+    """`https://user:pw@host` -> `https://user:***@host`; a bare `token@` becomes `***@`."""
+
+    def hide(match: re.Match[str]) -> str:
+        user, sep, _secret = match.group("userinfo").partition(":")
+        return f"{match.group('scheme')}{user}:{REDACTED}@" if sep else f"{match.group('scheme')}{REDACTED}@"
+
+    return _URL_CREDENTIALS.sub(hide, value)
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -124,7 +147,9 @@ def is_secret_env_name(name: str) -> bool:
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if is_secret_env_name(k) and v else v) for k, v in env.items()}
+    return {
+        k: (REDACTED if is_secret_env_name(k) and v else redact_url_credentials(v)) for k, v in env.items()
+    }
 
 
 # ---- Profile -> LaunchSpec ----------------------------------------------------------------------
@@ -287,7 +312,7 @@ def _unit_context(profile: Profile, spec: LaunchSpec, redact: bool) -> dict[str,
             _check_free_text(svc.syslog_identifier or svc.name, "service.syslog_identifier")
         ),
         "hardening": svc.hardening,
-        "wanted_by": _check_free_text(svc.wanted_by, "service.wanted_by"),
+        "wanted_by": _check_unit_list(svc.wanted_by, "service.wanted_by"),
     }
 
 
