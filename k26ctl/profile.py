@@ -191,6 +191,8 @@ class SmokeConfig(_Model):
     concurrency: int = Field(default=8, ge=2)
     on_spec_change: bool = True
     timeout: float = Field(default=120.0, gt=0)
+    probes: bool = True  # greedy self-consistency probes after the suite (where the server supports them)
+    probe_positions: int = Field(default=32, ge=1)  # output tokens probed per temperature-0 answer
 
 
 class Profile(_Model):

@@ -38,6 +38,8 @@ def options_from_profile(profile: Profile, **overrides: object) -> SmokeOptions:
         concurrency=profile.smoke.concurrency,
         min_accept_length=profile.smoke.min_accept_length,
         timeout=profile.smoke.timeout,
+        probes=profile.smoke.probes,
+        probe_positions=profile.smoke.probe_positions,
     )
     return with_overrides(options, **overrides)
 

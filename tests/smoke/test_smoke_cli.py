@@ -87,6 +87,20 @@ def test_smoke_url_fail_json_and_junit(suite_file: Path, tmp_path: Path) -> None
     assert int(root.get("failures", "0")) == len(report["results"])
 
 
+def test_smoke_probes_skipped_is_reported_and_no_probes_turns_them_off(suite_file: Path) -> None:
+    """A server without token ids: the probes are reported as skipped (a warning, not a silent pass);
+    --no-probes leaves them out."""
+    with FakeSGLang(answer(True)) as fake:
+        done = k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json")
+        off = k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--no-probes")
+    report = json.loads(done.stdout)
+    assert report["passed"] is True
+    assert report["probes"]["verdict"] == "skipped" and report["probes"]["checked"] == 0
+    assert "probes_skipped" in {f["detector"] for f in report["suite_findings"]}
+    assert json.loads(off.stdout)["probes"] is None
+    assert off.returncode == 0
+
+
 def test_smoke_record_then_compare_baseline(suite_file: Path, tmp_path: Path) -> None:
     baseline = tmp_path / "base.json"
     with FakeSGLang(answer(True)) as fake:
