@@ -27,7 +27,7 @@ def refuse_fleet_options(**given: Any) -> None:
         )
 
 
-def _progress(event: Any) -> None:
+def progress(event: Any) -> None:
     if event.kind == "deploy":
         if event.data.get("kind") == "step":
             print(f"  [{event.member}] deploy: {event.message}", file=sys.stderr, flush=True)
@@ -95,7 +95,7 @@ def deploy_fleet(
             "see what would change first with --check",
         )
     options = roll_options(fleet, action="rollback" if rollback else "deploy", **roll)
-    result = roll_fleet(fleet, options, _progress, accept_new_host_key=accept_new_host_key)
+    result = roll_fleet(fleet, options, progress, accept_new_host_key=accept_new_host_key)
     if as_json:
         print_json(result.to_json())
     else:

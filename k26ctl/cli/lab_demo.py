@@ -15,9 +15,15 @@ def register(lab_app: typer.Typer) -> None:
         bisect: bool = typer.Option(
             False, "--bisect", help="Last, bisect the first bad DDTree budget, then reset."
         ),
+        fleet: bool = typer.Option(
+            False, "--fleet", help="Instead: 3 lab hosts behind sglang-router, a good roll and a halted one."
+        ),
     ) -> None:
         """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
-        (smoke passes), print what happened. The host stays up."""
+        (smoke passes), print what happened. The host stays up. With --fleet: rolls behind the router
+        under chat load (good, halted at the canary, resumed), fleet NAME (default k26fleet) left up."""
+        if fleet:
+            _fleet_demo("k26fleet" if name == "k26lab" else name, verbose)
         from k26ctl.deploy.present import PlainPresenter
         from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
 
@@ -30,3 +36,19 @@ def register(lab_app: typer.Typer) -> None:
         for line in summary_lines(outcomes, name):
             print(line)
         raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
+
+
+def _fleet_demo(name: str, verbose: bool) -> None:
+    from k26ctl.cli.fleet_cmd import progress
+    from k26ctl.lab.fleet_demo import run_fleet_demo
+
+    def show(event: object) -> None:  # member phases always, the deploys' own steps with --verbose
+        if verbose or getattr(event, "kind", "") != "deploy":
+            progress(event)
+
+    rolls = run_fleet_demo(name, lambda text: print(text, flush=True), show)
+    print("summary:")
+    for roll in rolls:
+        mark = "as expected" if roll.as_expected else "NOT as expected"
+        print(f"  {roll.title}: {roll.result.status} ({mark})")
+    raise typer.Exit(0 if all(r.as_expected for r in rolls) else 1)
