@@ -195,20 +195,22 @@ def test_ctrl_c_mid_roll_then_a_router_restart_mid_resume(fleet: Any, tmp_path: 
     assert record is not None and record.status == "interrupted"
     assert set(listed(fleet)) == {fleet.urls[0], fleet.urls[2]}
 
-    # resume; while the interrupted member deploys again, the router restarts and forgets everyone
+    # resume; while the last member restarts into the new config, the router restarts and forgets everyone
     log2 = tmp_path / "resume.log"
     proc = _spawn_roll(fleet, log2, *change, "--resume")
-    _wait_for(log2, f"[{second}] out of router, deploying", proc)
+    _wait_for(log2, f"[{third}] deploy: restart: changed", proc)
     from k26ctl.lab.fleet import restart_router
 
     restart_router(fleet.name)
     seen: list[set[str]] = []
-    while f"[{second}] out of router, verified" not in log2.read_text() and proc.poll() is None:
+    while f"[{third}] out of router, verified" not in log2.read_text() and proc.poll() is None:
         with contextlib.suppress(httpx.HTTPError):
             seen.append(set(listed(fleet)))
         time.sleep(0.1)
     assert proc.wait(600) == 0, log2.read_text()
-    assert seen and all(fleet.urls[1] not in s for s in seen)  # never re-admitted mid-deploy
-    assert {fleet.urls[0], fleet.urls[2]} in seen  # the members in service were re-added
-    assert f"[{first}] resync: in service but not listed by the router" in log2.read_text()
+    text = log2.read_text()
+    assert f"[{second}] new config, serving" in text  # the interrupted member was finished first
+    assert seen and all(fleet.urls[2] not in s for s in seen), seen  # never re-admitted mid-deploy
+    assert {fleet.urls[0], fleet.urls[1]} in seen  # the members in service were re-added
+    assert f"[{first}] resync: in service but not listed by the router" in text
     assert set(listed(fleet)) == set(fleet.urls)
