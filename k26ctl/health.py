@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
+from k26ctl.deploy.gpu_memory import SAMPLE_INTERVAL, GpuMemory, MemoryProgress, read_gpu_memory, used_mib
 from k26ctl.deploy.journal_scan import LoadProgress
 from k26ctl.deploy.readiness import Outcome, OutcomeKind, ProbeResult, ReadinessMachine, UnitState
 from k26ctl.profile import Profile
@@ -43,6 +44,7 @@ class ReadinessResult:
     probes: int
     progress: LoadProgress | None
     last_unit: UnitState | None = None  # the unit's state as last read during the wait
+    gpu_memory_mib: int | None = None  # GPU memory in use (all GPUs) at the last sample, if any
 
     @property
     def ready(self) -> bool:
@@ -57,6 +59,9 @@ class Progress:
     elapsed: float
     eta: float | None
     phase: str
+    source: str = "journal"  # where the percentage comes from: "journal" (tqdm) or "gpu-memory"
+    gpu_used_gib: float | None = None
+    gpu_target_gib: float | None = None
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -247,11 +252,15 @@ def wait_ready(
     armed: bool,
     probe_first: bool = False,
     expected_load_seconds: float | None = None,
+    expected_gpu_memory_mib: int | None = None,
     on_progress: ProgressCallback | None = None,
     on_line: LineCallback | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> ReadinessResult:
-    """Block until the server is ready, has failed, or readiness.timeout has passed."""
+    """Block until the server is ready, has failed, or readiness.timeout has passed.
+
+    `expected_gpu_memory_mib` (what the last successful load held) turns GPU memory samples into a
+    percentage; samples are taken (nvidia-smi over the same connection) whenever the host has one."""
     start = clock()
     machine = ReadinessMachine(
         start=start,
@@ -266,6 +275,7 @@ def wait_ready(
     next_unit_check = start + min(UNIT_CHECK_INTERVAL, 0.5)
     last_reported: tuple[Any, ...] | None = None
     probes = ThreadPoolExecutor(1, "k26ctl-probe")
+    gpu = _GpuSampler(host, expected_gpu_memory_mib)
     try:
         with _prober(host, profile) as prober:
             if probe_first:
@@ -297,23 +307,15 @@ def wait_ready(
                     pending = probes.submit(prober.probe)
                 if machine.outcome is None:
                     machine.on_tick(clock())
+                if machine.armed:
+                    gpu.tick(clock())
                 if on_progress is not None:
                     elapsed = clock() - start
-                    phase = _phase(machine)
-                    key = (machine.progress, phase, int(elapsed))
+                    phase = _phase(machine, gpu.memory)
+                    key = (machine.progress, gpu.memory.latest_mib, phase, int(elapsed))
                     if key != last_reported:
                         last_reported = key
-                        p = machine.progress
-                        on_progress(
-                            Progress(
-                                p.percent if p else None,
-                                p.done if p else None,
-                                p.total if p else None,
-                                elapsed,
-                                _eta(elapsed, p, expected_load_seconds),
-                                phase,
-                            )
-                        )
+                        on_progress(_progress(machine, gpu.memory, phase, elapsed, expected_load_seconds))
         if (
             machine.outcome is not None
             and machine.outcome.kind is OutcomeKind.READY
@@ -324,10 +326,13 @@ def wait_ready(
             while machine.ready_ts_us is None and clock() < deadline:
                 for entry in feed.get(deadline - clock()):
                     machine.on_journal(entry.message, clock(), timestamp_us=entry.timestamp_us)
+        if machine.outcome is not None and machine.outcome.kind is OutcomeKind.READY:
+            gpu.final_sample()
     finally:
         feed.stop()
         # Never wait for a probe still hanging on the server: closing the forward breaks it.
         probes.shutdown(wait=False, cancel_futures=True)
+        gpu.close()
     outcome = machine.outcome
     assert outcome is not None
     return ReadinessResult(
@@ -339,6 +344,7 @@ def wait_ready(
         probes=machine.probes,
         progress=machine.progress,
         last_unit=machine.last_unit,
+        gpu_memory_mib=gpu.memory.latest_mib,
     )
 
 
@@ -349,12 +355,95 @@ def _probe_result(future: Future[ProbeResult]) -> ProbeResult:
         return ProbeResult(False, f"probe error: {type(exc).__name__}: {exc}")
 
 
-def _phase(machine: ReadinessMachine) -> str:
+def _phase(machine: ReadinessMachine, memory: MemoryProgress) -> str:
+    """The journal's load lines mark the phases; rising GPU memory says the weights are loading."""
     if machine.ready_line_seen:
         return "probing"
+    if machine.reported_load_seconds is not None:
+        return "warming up"
     if machine.progress is not None:
         return "loading weights" if machine.progress.percent < 100 else "warming up"
+    if memory.percent:
+        return "loading weights"
     return "starting"
+
+
+def _progress(
+    machine: ReadinessMachine, memory: MemoryProgress, phase: str, elapsed: float, expected: float | None
+) -> Progress:
+    p = machine.progress
+    percent = memory.percent
+    if percent is not None and not (p is not None and p.percent < 100):
+        # tqdm's record arrives at the end on a real host: the memory says more until then
+        eta = memory.eta if phase != "probing" else None
+        return Progress(
+            percent,
+            p.done if p else None,
+            p.total if p else None,
+            elapsed,
+            eta,
+            phase,
+            source="gpu-memory",
+            gpu_used_gib=_gib(memory.latest_mib),
+            gpu_target_gib=_gib(memory.target_mib),
+        )
+    return Progress(
+        p.percent if p else None,
+        p.done if p else None,
+        p.total if p else None,
+        elapsed,
+        _eta(elapsed, p, expected),
+        phase,
+        gpu_used_gib=_gib(memory.latest_mib),
+    )
+
+
+def _gib(mib: int | None) -> float | None:
+    return round(mib / 1024, 1) if mib is not None else None
+
+
+class _GpuSampler:
+    """nvidia-smi every SAMPLE_INTERVAL seconds in its own thread (a slow answer must not hold the
+    loop); stops for good once the host shows it has no working nvidia-smi."""
+
+    def __init__(self, host: Host, target_mib: int | None) -> None:
+        self._host = host
+        self.memory = MemoryProgress(target_mib)
+        self._pool = ThreadPoolExecutor(1, "k26ctl-gpu")
+        self._pending: Future[list[GpuMemory] | None] | None = None
+        self._next = 0.0
+        self._available = True
+
+    def tick(self, now: float) -> None:
+        if not self._available:
+            return
+        if self._pending is not None and self._pending.done():
+            try:
+                sample = self._pending.result()
+            except Exception:
+                sample = None
+            self._pending = None
+            if sample is None:
+                self._available = False
+                return
+            self.memory.add(used_mib(sample), now)
+        if self._pending is None and now >= self._next:
+            self._next = now + SAMPLE_INTERVAL
+            self._pending = self._pool.submit(read_gpu_memory, self._host)
+
+    def final_sample(self) -> None:
+        """What the ready server holds: the figure the next load is measured against."""
+        if not self._available:
+            return
+        try:
+            sample = read_gpu_memory(self._host)
+        except Exception:
+            return
+        if sample is not None:
+            self.memory.add(used_mib(sample), time.monotonic())
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def check_ready_once(host: Host, profile: Profile) -> ProbeResult:

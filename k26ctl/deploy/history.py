@@ -59,6 +59,7 @@ class DeployRecord:
     message: str = ""
     k26ctl_version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    gpu_memory_mib: int | None = None  # GPU memory in use (all GPUs) once the server was ready
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,6 +140,14 @@ def last_load_seconds(records: Sequence[DeployRecord]) -> float | None:
     for record in reversed(records):
         if record.load_seconds:
             return record.load_seconds
+    return None
+
+
+def last_gpu_memory_mib(records: Sequence[DeployRecord]) -> int | None:
+    """GPU memory the ready server held at this host's last successful load (the load progress target)."""
+    for record in reversed(records):
+        if record.gpu_memory_mib and record.verdict == "ok":
+            return record.gpu_memory_mib
     return None
 
 

@@ -59,6 +59,7 @@ class DeployResult:
     restarted: bool = False
     load_seconds: float | None = None  # the server's own start-to-ready time, from its journal
     ready_seconds: float | None = None  # wall time from the restart to a passing probe
+    gpu_memory_mib: int | None = None  # GPU memory the ready server holds (nvidia-smi), if known
     stop_seconds: float | None = None  # the old server's own stop time, from the journal
     wall_seconds: float = 0.0
     smoke: Any | None = None  # k26ctl.smoke SmokeReport when smoke ran
@@ -103,6 +104,7 @@ class DeployResult:
             "restarted": self.restarted,
             "load_seconds": self.load_seconds,
             "ready_seconds": self.ready_seconds,
+            "gpu_memory_mib": self.gpu_memory_mib,
             "stop_seconds": self.stop_seconds,
             "wall_seconds": round(self.wall_seconds, 3),
             "failure": self.failure,

@@ -27,6 +27,7 @@ from k26ctl.deploy.history import (
     append_record,
     ensure_state_dir,
     keep_current_unit,
+    last_gpu_memory_mib,
     last_load_seconds,
 )
 from k26ctl.deploy.interrupts import deferred_interrupts
@@ -299,6 +300,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
             armed=True,
             probe_first=True,
             expected_load_seconds=last_load_seconds(facts.history),
+            expected_gpu_memory_mib=last_gpu_memory_mib(facts.history),
             on_progress=_progress_emitter(log),
             on_line=lambda line: log.emit("log", line),
         )
@@ -317,6 +319,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
         baseline=restarted.baseline,
         armed=restarted.armed,
         expected_load_seconds=last_load_seconds(facts.history),
+        expected_gpu_memory_mib=last_gpu_memory_mib(facts.history),
         on_progress=_progress_emitter(log),
         on_line=lambda line: log.emit("log", line),
     )
@@ -356,6 +359,8 @@ def _early_probe_result(ctx: Context) -> ProbeResult | None:
 def _progress_emitter(log: StepLog) -> Any:
     def emit(p: Any) -> None:
         pct = f"{p.percent}%" if p.percent is not None else p.phase
+        if p.percent is not None and p.source == "gpu-memory":
+            pct += f" of GPU memory ({p.gpu_used_gib}/{p.gpu_target_gib} GiB)"
         log.emit("progress", f"{p.phase}: {pct}", **p.__dict__)
 
     return emit
@@ -369,6 +374,7 @@ def _readiness_verdict(ctx: Context, readiness: ReadinessResult, step: str) -> N
         result.ready_seconds = readiness.wall_seconds
         result.load_seconds = readiness.server_load_seconds
         result.stop_seconds = readiness.server_stop_seconds
+        result.gpu_memory_mib = readiness.gpu_memory_mib
         load = f", server load {readiness.server_load_seconds:.1f} s" if readiness.server_load_seconds else ""
         ctx.log.add(step, "ok", f"ready after {readiness.wall_seconds:.1f} s{load}", readiness.wall_seconds)
         return
@@ -452,6 +458,7 @@ def _record(ctx: Context, before: Snapshot, plan: Plan, *, unit_sha_now: str | N
             running_unit_sha=running_sha,
             running_patches=running_patches,
             load_seconds=result.load_seconds,
+            gpu_memory_mib=result.gpu_memory_mib,
             smoke=_smoke_json(result),
             verdict=result.verdict,
             message=result.message,

@@ -58,11 +58,7 @@ class PlainPresenter:
                 self._last_progress = bucket
                 eta = data.get("eta")
                 eta_text = f", eta {_fmt_seconds(eta)}" if eta is not None else ""
-                pct = (
-                    f" {percent}% ({data.get('done')}/{data.get('total')} shards)"
-                    if percent is not None
-                    else ""
-                )
+                pct = f" {percent}%{_source(data)}" if percent is not None else ""
                 self._print(
                     f"  {data.get('phase')}{pct}, {_fmt_seconds(data.get('elapsed'))} elapsed{eta_text}"
                 )
@@ -123,7 +119,7 @@ class RichPresenter:
             self._start_bar("waiting for readiness")
             percent = data.get("percent")
             eta = data.get("eta")
-            shards = f"{data.get('done')}/{data.get('total')} shards " if percent is not None else ""
+            shards = f"{_source(data).strip()} " if percent is not None else ""
             detail = f"{data.get('phase')} {shards}" + (f"eta {_fmt_seconds(eta)}" if eta is not None else "")
             total = 100.0
             self._progress.update(
@@ -212,3 +208,10 @@ def confirm_on_terminal(plan: Plan) -> bool:
     except EOFError:
         return False
     return answer.strip().lower() in ("y", "yes")
+
+
+def _source(data: dict[str, object]) -> str:
+    """Where a load percentage comes from: the GPU memory in use, or tqdm's shard count."""
+    if data.get("source") == "gpu-memory":
+        return f" (GPU memory {data.get('gpu_used_gib')}/{data.get('gpu_target_gib')} GiB)"
+    return f" ({data.get('done')}/{data.get('total')} shards)"

@@ -89,7 +89,7 @@ def _sse(response: httpx.Response) -> list[Any]:
 def test_startup_logs_look_like_sglang(main: LiveServer) -> None:
     log = main.log()
     assert "Load weight begin." in log
-    assert re.search(r"Loading safetensors checkpoint shards: +\d+% Completed \| \d+/\d+ \[", log)
+    assert re.search(r"Multi-thread loading shards: +\d+% Completed \| \d+/\d+ \[", log)
     assert re.search(r"Load weight end\. elapsed=[\d.]+ s", log)
     assert "Initialized DDTree worker. block_size=8, tree_budget=7, max_tree_nodes=8" in log
     assert log.index("Load weight end.") < log.index("The server is fired up and ready to roll!")

@@ -412,11 +412,25 @@ def _prepare_state_dir(sdir: Path, name: str, address: str) -> tuple[Path, Path]
     return key, known_hosts
 
 
+# The lab host's `nvidia-smi`: the memory query k26ctl uses, answered from the lab server's simulated load.
+_NVIDIA_SMI = f"""#!{LAB_PREFIX}/venv/bin/python
+from k26ctl.lab.server.gpu_memory import main
+
+raise SystemExit(main())
+"""
+
+
+def _install_nvidia_smi(usr_upper: Path) -> None:
+    """Into the private writable layer over /usr, so the host has it at /usr/local/bin/nvidia-smi."""
+    _write(usr_upper / "local" / "bin" / "nvidia-smi", _NVIDIA_SMI, 0o755)
+
+
 def _nspawn_argv(sdir: Path, name: str, ns: str) -> list[str]:
     from k26ctl.resources import project_root
 
     for d in OVERLAID:
         (sdir / "upper" / d.strip("/")).mkdir(parents=True, exist_ok=True)
+    _install_nvidia_smi(sdir / "upper" / "usr")
     binds = [f"--bind-ro={p}:{p}" for p in _python_binds()]
     project = str(project_root())
     return [

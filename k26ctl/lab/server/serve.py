@@ -39,6 +39,9 @@ def log(message: str, tp0: bool = False) -> None:
 
 
 def _progress(done: int, total: int, started: float) -> None:
+    """One update of the load bar as SGLang's tqdm draws it (BAR_FORMAT, desc of the default
+    multi-thread loader): to stderr, each update ended by a carriage return and only the last by a
+    newline, so journald keeps the whole bar as ONE record written when loading is over."""
     elapsed = time.monotonic() - started
     rate = done / elapsed if elapsed > 0 and done else 0.0
     remaining = (total - done) / rate if rate else 0.0
@@ -48,14 +51,15 @@ def _progress(done: int, total: int, started: float) -> None:
 
     speed = f"{rate:.2f}it/s" if rate else "?it/s"
     with _print_lock:
-        sys.stdout.write(
-            f"Loading safetensors checkpoint shards: {100 * done // total:3d}% Completed | {done}/{total} "
-            f"[{clock(elapsed)}<{clock(remaining) if rate else '?'}, {speed}]\n"
+        sys.stderr.write(
+            f"Multi-thread loading shards: {round(100 * done / total):3d}% Completed | {done}/{total} "
+            f"[{clock(elapsed)}<{clock(remaining) if rate else '?'}, {speed}]"
+            + ("\n" if done == total else "\r")
         )
-        sys.stdout.flush()
+        sys.stderr.flush()
 
 
-def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
+def _load(args, fault: str | None, gpus):  # type: ignore[no-untyped-def]
     """Import the tree, load weights (with progress) and build the engine. Returns (engine, info)."""
     import torch
 
@@ -79,15 +83,18 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
     model_dir = Path(args.model_path)
     if not model_dir.is_dir():
         raise FileNotFoundError(f"model path {model_dir} does not exist or is not a directory")
+    gpus.loading(0.0)
     _progress(0, NUM_SHARDS, started)
     model = load_model(model_dir)
     for shard in range(1, NUM_SHARDS + 1):
         if load_seconds > 0:
             time.sleep(load_seconds / NUM_SHARDS)
         if fault == "exit-during-load" and shard == NUM_SHARDS // 2:
+            sys.stderr.write("\n")  # tqdm's bar is closed by the exception
             raise RuntimeError(
                 "lab fault K26LAB_FAULT=exit-during-load: failed while loading shard " + str(shard)
             )
+        gpus.loading(shard / NUM_SHARDS)
         _progress(shard, NUM_SHARDS, started)
     size_gb = sum(p.numel() * p.element_size() for p in model.parameters()) / 2**30
     log(
@@ -123,6 +130,7 @@ def _load(args, fault: str | None):  # type: ignore[no-untyped-def]
         numerics=numerics,
     )
     pool = engine.token_to_kv_pool
+    gpus.pool_allocated()
     k_size_gb = pool.size * model.config.hidden_size * 4 * model.config.num_hidden_layers / 2**30
     log(
         f"KV Cache is allocated. #tokens: {pool.size}, "
@@ -170,18 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     log(f"server_args={args.to_json()}")
 
-    from k26ctl.lab.server.http_api import LabState, make_server
-    from k26ctl.lab.server.scheduler import GenRequest, Scheduler
+    from k26ctl.lab.server.gpu_memory import SimulatedGpus
+    from k26ctl.lab.server.http_api import LabState
 
     state = LabState(args, fault, log)
-    try:
-        httpd = make_server(state)
-    except OSError as exc:
-        log(f"Error: cannot listen on {args.host}:{args.port}: {exc}")
-        return 1
-    http_thread = threading.Thread(target=httpd.serve_forever, name="http", daemon=True)
-    http_thread.start()
-
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -190,13 +190,32 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
+    gpus = SimulatedGpus()
     try:
-        engine, info = _load(args, fault)
+        return _serve(args, fault, state, stop, gpus)
+    finally:
+        gpus.release()
+
+
+def _serve(args, fault, state, stop, gpus) -> int:  # type: ignore[no-untyped-def]
+    from k26ctl.lab.server.http_api import make_server
+    from k26ctl.lab.server.scheduler import GenRequest, Scheduler
+
+    # Like SGLang, the port is bound only once the weights are loaded: a probe during the load is
+    # refused (connection refused), then /health answers 503 until the warm-up request has passed.
+    try:
+        engine, info = _load(args, fault, gpus)
     except Exception as exc:
         log("Scheduler hit an exception: " + traceback.format_exc().rstrip(), tp0=True)
         log(f"Error: failed to load the model: {exc}")
-        httpd.shutdown()
         return 1
+    try:
+        httpd = make_server(state)
+    except OSError as exc:
+        log(f"Error: cannot listen on {args.host}:{args.port}: {exc}")
+        return 1
+    http_thread = threading.Thread(target=httpd.serve_forever, name="http", daemon=True)
+    http_thread.start()
     state.lab_info = info
     scheduler = Scheduler(
         engine,
