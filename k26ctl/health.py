@@ -363,7 +363,7 @@ def _phase(machine: ReadinessMachine, memory: MemoryProgress) -> str:
         return "warming up"
     if machine.progress is not None:
         return "loading weights" if machine.progress.percent < 100 else "warming up"
-    if memory.percent:
+    if memory.climbing:
         return "loading weights"
     return "starting"
 

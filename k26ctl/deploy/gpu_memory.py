@@ -15,6 +15,7 @@ from k26ctl.remote.base import Host
 
 QUERY_ARGV = ("nvidia-smi", "--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits")
 SAMPLE_INTERVAL = 2.0  # seconds between two nvidia-smi runs while waiting
+AT_FLOOR_MIB = 256  # a sample this close to the floor still counts as "not climbing yet"
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,17 @@ class MemoryProgress:
 
     def add(self, mib: int, at: float) -> None:
         if self.floor_mib is None or mib < self.floor_mib:
-            self.floor_mib, self.floor_at = mib, at
+            self.floor_mib = mib
+        if mib <= self.floor_mib + AT_FLOOR_MIB:
+            self.floor_at = at  # the climb (and the pace the ETA uses) starts after the last such sample
         self.latest_mib, self.latest_at = mib, at
+
+    @property
+    def climbing(self) -> bool:
+        """The memory has left its floor: weights are being loaded."""
+        if self.latest_mib is None or self.floor_mib is None:
+            return False
+        return self.latest_mib > self.floor_mib + AT_FLOOR_MIB
 
     @property
     def percent(self) -> int | None:

@@ -58,7 +58,7 @@ class PlainPresenter:
                 self._last_progress = bucket
                 eta = data.get("eta")
                 eta_text = f", eta {_fmt_seconds(eta)}" if eta is not None else ""
-                pct = f" {percent}%{_source(data)}" if percent is not None else ""
+                pct = f" {percent}%{_source(data)}" if percent is not None else _memory(data)
                 self._print(
                     f"  {data.get('phase')}{pct}, {_fmt_seconds(data.get('elapsed'))} elapsed{eta_text}"
                 )
@@ -208,6 +208,12 @@ def confirm_on_terminal(plan: Plan) -> bool:
     except EOFError:
         return False
     return answer.strip().lower() in ("y", "yes")
+
+
+def _memory(data: dict[str, object]) -> str:
+    """GPU memory in use, when there is no percentage (no earlier load on this host to compare with)."""
+    used = data.get("gpu_used_gib")
+    return f" (GPU memory {used} GiB in use)" if used else ""
 
 
 def _source(data: dict[str, object]) -> str:

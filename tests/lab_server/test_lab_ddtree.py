@@ -74,6 +74,10 @@ def test_mask_rows_and_padding() -> None:
     )
     flat = ddtree.flat_custom_mask(mask, 5).view(12, 17)
     assert flat[:, :5].all()
+    # as SGLang's DDTree worker: padding rows are False in the prefix columns too
+    real = tree.num_nodes + 1
+    flat = ddtree.flat_custom_mask(mask, 5, rows=real).view(12, 17)
+    assert flat[:real, :5].all() and not flat[real:].any()
 
 
 def test_accept_walk_follows_target_choices() -> None:

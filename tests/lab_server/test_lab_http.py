@@ -104,6 +104,41 @@ def test_health_and_models(main: LiveServer) -> None:
     assert models["data"][0]["id"] == "k26lab-tiny" and models["data"][0]["max_model_len"] == 2048
 
 
+def test_a_single_model_is_retrieved_as_sglang_does(main: LiveServer) -> None:
+    card = httpx.get(main.url + "/v1/models/k26lab-tiny", headers=AUTH, timeout=10)
+    assert card.status_code == 200 and card.json()["id"] == "k26lab-tiny" and card.json()["object"] == "model"
+    missing = httpx.get(main.url + "/v1/models/other", headers=AUTH, timeout=10)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
+
+
+def test_keep_alive_survives_a_refused_post(main: LiveServer) -> None:
+    """A 404 or 401 to a POST must not leave its body in the socket for the next request to trip on."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", main.port, timeout=10)
+    try:
+        body = json.dumps({"text": "x" * 500})
+        for path, headers in (("/v1/nothing-here", AUTH), ("/generate", {})):
+            conn.request("POST", path, body=body, headers={**headers, "Content-Type": "application/json"})
+            refused = conn.getresponse()
+            refused.read()
+            assert refused.status in (401, 404)
+            conn.request("GET", "/v1/models", headers=AUTH)
+            after = conn.getresponse()
+            assert after.status == 200 and json.loads(after.read())["object"] == "list"
+    finally:
+        conn.close()
+
+
+def test_no_accept_length_when_nothing_was_verified(main: LiveServer) -> None:
+    """One token comes from the prefill alone: SGLang then reports no spec fields at all."""
+    meta = _post(main, "/generate", {"text": "The", "sampling_params": {"max_new_tokens": 1}}).json()[
+        "meta_info"
+    ]
+    assert meta["completion_tokens"] == 1
+    assert "spec_accept_length" not in meta and "spec_verify_ct" not in meta
+
+
 def test_api_key_is_enforced_on_generation(main: LiveServer) -> None:
     r = httpx.post(main.url + "/generate", json={"text": "The"}, timeout=10)
     assert r.status_code == 401

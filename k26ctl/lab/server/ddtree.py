@@ -100,10 +100,13 @@ def verify_rows(
     return tokens + [pad_token] * pad, depths + [0] * pad
 
 
-def flat_custom_mask(tree_mask: torch.Tensor, prefix_len: int) -> torch.Tensor:
-    """One request's block of the flat custom mask: width x (prefix + width), prefix columns True."""
+def flat_custom_mask(tree_mask: torch.Tensor, prefix_len: int, rows: int | None = None) -> torch.Tensor:
+    """One request's block of the flat custom mask: width x (prefix + width). The first `rows` rows
+    (root and tree nodes; all of them by default) see the whole prefix; padding rows see nothing, not
+    even the prefix, as SGLang's DDTree worker leaves them."""
     width = tree_mask.shape[0]
-    block = torch.ones(width, prefix_len + width, dtype=torch.bool)
+    block = torch.zeros(width, prefix_len + width, dtype=torch.bool)
+    block[: width if rows is None else rows, :prefix_len] = True
     block[:, prefix_len:] = tree_mask
     return block.reshape(-1)
 

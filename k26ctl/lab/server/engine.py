@@ -295,7 +295,8 @@ class Engine:
             tokens, depths = ddtree.verify_rows(tree, req.output_ids[-1], width)
             ids.extend(tokens)
             positions.extend(req.cached_len + d for d in depths)
-            masks.append(ddtree.flat_custom_mask(ddtree.ancestors_mask(tree, width), req.cached_len))
+            tree_mask = ddtree.ancestors_mask(tree, width)
+            masks.append(ddtree.flat_custom_mask(tree_mask, req.cached_len, rows=tree.num_nodes + 1))
         batch = self._ForwardBatch(
             forward_mode=self._ForwardMode.TARGET_VERIFY,
             batch_size=len(reqs),

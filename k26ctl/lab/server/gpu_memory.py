@@ -33,7 +33,7 @@ class SimulatedGpus:
     def __init__(self, path: Path | None = None) -> None:
         configured = os.environ.get(STATE_ENV)
         self.path = path or (Path(configured) if configured else None)
-        self.used_mib = 0
+        self.used_mib = CONTEXT_MIB
 
     def set_used(self, mib: int) -> None:
         self.used_mib = mib
@@ -56,6 +56,13 @@ class SimulatedGpus:
 
     def release(self) -> None:
         self.set_used(0)
+
+    def avail_gb(self) -> float:
+        """Free memory of one GPU, as SGLang's `avail mem=` reports it."""
+        return (TOTAL_MIB - self.used_mib) / 1024
+
+    def weights_gb(self) -> float:
+        return max(0, self.used_mib - CONTEXT_MIB) / 1024
 
 
 def _alive(pid: int) -> bool:

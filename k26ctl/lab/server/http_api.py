@@ -8,6 +8,7 @@ output_ids, return_prompt_token_ids), /v1/tokenize (/tokenize), /server_info (/g
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -138,9 +139,10 @@ class LabState:
             "cached_tokens": req.cached_tokens if req else 0,
             "e2e_latency": round(time.monotonic() - gen.created, 6),
         }
-        if self.args.speculative_algorithm:
+        if self.args.speculative_algorithm and verify_ct > 0:
+            # as SGLang's tokenizer manager: the spec fields only once something was verified
             meta["spec_verify_ct"] = verify_ct
-            meta["spec_accept_length"] = round(completion / verify_ct, 4) if verify_ct else 0.0
+            meta["spec_accept_length"] = round(completion / verify_ct, 4)
         return meta
 
 
@@ -182,6 +184,17 @@ class Handler(BaseHTTPRequestHandler):
             err.status,
             {"object": "error", "message": err.message, "type": err.kind, "param": None, "code": err.status},
         )
+
+    def _discard_body(self) -> None:
+        """Read a body that will not be used, so the next request on the connection starts clean."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if 0 <= length <= 1 << 20:
+            self.rfile.read(length)
+        else:
+            self.close_connection = True
 
     def _body(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
@@ -251,10 +264,15 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self, routes: dict[str, Any]) -> None:
         path = self.path.split("?")[0]
         route = routes.get(path)
+        if route is None and self.command == "GET" and path.startswith("/v1/models/"):
+            name = urllib.parse.unquote(path[len("/v1/models/") :])
+            route = functools.partial(self.retrieve_model, name)
         try:
             if route is None:
+                self._discard_body()
                 raise ApiError(404, f"{self.command} {path}: not found", "NotFoundError")
             if not self._authorized():
+                self._discard_body()
                 self._json(401, {"error": "Unauthorized"})
                 return
             route()
@@ -320,6 +338,17 @@ class Handler(BaseHTTPRequestHandler):
                 }
             ],
         )
+
+    def retrieve_model(self, name: str) -> None:
+        """GET /v1/models/{model}: the card, or OpenAI's model_not_found error (http_server.py)."""
+        args = self.state.args
+        if name != args.served_model_name:
+            message = f"The model '{name}' does not exist"
+            error = {"message": message, "type": "invalid_request_error", "param": "model"}
+            self._json(404, {"error": {**error, "code": "model_not_found"}})
+            return
+        card = {"id": name, "object": "model", "created": int(time.time()), "owned_by": "sglang"}
+        self._json(200, {**card, "root": name, "max_model_len": args.context_length})
 
     def model_info(self) -> None:
         self._json(200, {"model_path": self.state.args.model_path, "is_generation": True})

@@ -79,7 +79,8 @@ def _load(args, fault: str | None, gpus):  # type: ignore[no-untyped-def]
         numerics = dataclasses.replace(numerics, near_tie_rate=0.0)
     load_seconds = float(os.environ.get("K26LAB_LOAD_SECONDS", "0") or 0)
     started = time.monotonic()
-    log("Load weight begin. avail mem=n/a (CPU)", tp0=True)
+    # SGLang's lines (model_executor/model_runner.py), with the simulated GPU's figures
+    log(f"Load weight begin. avail mem={gpus.avail_gb():.2f} GB", tp0=True)
     model_dir = Path(args.model_path)
     if not model_dir.is_dir():
         raise FileNotFoundError(f"model path {model_dir} does not exist or is not a directory")
@@ -96,11 +97,10 @@ def _load(args, fault: str | None, gpus):  # type: ignore[no-untyped-def]
             )
         gpus.loading(shard / NUM_SHARDS)
         _progress(shard, NUM_SHARDS, started)
-    size_gb = sum(p.numel() * p.element_size() for p in model.parameters()) / 2**30
     log(
         f"Load weight end. elapsed={time.monotonic() - started:.2f} s, "
         f"type={model.config.to_json()['architectures'][0]}, "
-        f"dtype=torch.float32, avail mem=n/a (CPU), mem usage={size_gb:.4f} GB.",
+        f"avail mem={gpus.avail_gb():.2f} GB, mem usage={gpus.weights_gb():.2f} GB.",
         tp0=True,
     )
     spec = SpecSettings(algorithm=args.speculative_algorithm or "NONE")
