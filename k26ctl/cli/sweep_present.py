@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
 from k26ctl.sweep.result import SweepResult, pareto_front
 from k26ctl.sweep.search import NextPoint
 from k26ctl.sweep.state import Objective, PointRecord
+
+
+def compact(point: PointRecord) -> str:
+    """A point as its keys' last parts (budget=16 max_topk=4), or its control/default label."""
+    if point.role != "search" and point.role != "grid":
+        return point.label
+    return " ".join(f"{k.rsplit('.', 1)[-1]}={json.dumps(v)}" for k, v in sorted(point.assignment.items()))
 
 
 def _f(value: float | None, digits: int = 1) -> str:
@@ -63,7 +71,7 @@ def render_table(result: SweepResult) -> None:
         mark = "best" if result.best is not None and point.number == result.best.number else ""
         table.add_row(
             str(point.number),
-            f"{point.label} [{point.role}]" if point.role != "search" else point.label,
+            compact(point),
             "yes" if point.coherent else ("NO" if point.up else "down"),
             *[
                 _f(lv.output_tokens_per_s) if (lv := point.level(c)) and point.coherent else "-"
@@ -75,6 +83,8 @@ def render_table(result: SweepResult) -> None:
             ("*" if point.number in front else "") + (f" {mark}" if mark else ""),
         )
     console = stdout_console()
+    if not console.is_terminal:
+        console.width = 160
     console.print(table)
     doc = result.to_json()
     if result.best is None:
@@ -86,7 +96,7 @@ def render_table(result: SweepResult) -> None:
             if g is not None
         )
         console.print(
-            f"best: {result.best.label} ({_f(result.score(result.best))} tok/s at c{target}); "
+            f"best: {compact(result.best)} ({_f(result.score(result.best))} tok/s at c{target}); "
             f"gain over {gains or 'n/a'}"
         )
     console.print(

@@ -10,8 +10,9 @@ search over the values in the order given, using two facts about speculative set
 - throughput is unimodal along a knob such as the budget (accept length rises with diminishing
   returns while verify cost grows linearly), so comparing two interior points drops a third or more
   of the range each time;
-- coherence changes at most once along a knob (the assumption bisect-config makes): an incoherent
-  point with a coherent one on its other side condemns everything beyond it, without measuring it.
+- the coherent values form one contiguous range along a knob (bisect-config assumes one change;
+  the unpatched lab breaks on both sides of budget 7): an incoherent point with a coherent one on
+  its other side condemns everything beyond it, without deploying it.
 The passes repeat (at most `rounds` times) until a whole round leaves the best point unchanged, or the
 restart budget is spent; the answer is always the best coherent point measured.
 """
@@ -117,6 +118,9 @@ class SweepPlanner:
 
         def at(index: int) -> Evaluation:
             if index not in seen:
+                implied = _implied_incoherent(seen, index)
+                if implied is not None:
+                    return implied  # beyond an incoherent point, seen from a coherent one: not paid
                 point = {**current, param.key: param.values[index]}
                 why = f"round {round_number + 1}, {param.key}={param.values[index]!r}"
                 seen[index] = self._value(point, "search", why)
@@ -135,9 +139,9 @@ class SweepPlanner:
             if not fa.coherent and not fb.coherent:
                 coherent = [i for i, e in seen.items() if e.coherent]
                 if any(i > b for i in coherent) and not any(i < a for i in coherent):
-                    lo = b + 1  # coherence starts above b
+                    lo = b + 1  # the coherent range lies above b
                 else:
-                    hi = a - 1  # coherence ends below a (the usual case: large budgets break)
+                    hi = a - 1  # it lies below a (the usual case: large budgets break)
             elif not fa.coherent:
                 lo = a + 1
             elif not fb.coherent or _rank(fa) >= _rank(fb):
@@ -149,9 +153,15 @@ class SweepPlanner:
         candidates = [i for i, e in seen.items() if e.coherent and e.score is not None]
         if not candidates:
             return current
-        best = max(candidates, key=lambda i: (_rank(seen[i]), -abs(i - (start_index or 0))))
-        if start_index is not None and _rank(seen[start_index]) >= _rank(seen[best]):
-            return current
+        best = max(candidates, key=lambda i: _rank(seen[i]))
+        if start_index is not None and best == start_index:
+            # On a near tie the search moves anyway: the other value may open up better points along
+            # the other keys (a patch that makes larger budgets coherent), while the answer remains
+            # the best point measured.
+            ties = [i for i in candidates if i != start_index and _near(seen[i], seen[start_index])]
+            if not ties:
+                return current
+            best = max(ties, key=lambda i: _rank(seen[i]))
         return {**current, param.key: param.values[best]}
 
     def best_known(self, lookup: Lookup) -> Assignment | None:
@@ -161,6 +171,27 @@ class SweepPlanner:
 
         points += [{**self.start, **p} for p in grid(self.params)] if _small(self.params) else []
         return best_of(points, lookup)
+
+
+NEAR_TIE = 0.02  # relative throughput difference treated as measurement noise
+
+
+def _near(a: Evaluation, b: Evaluation) -> bool:
+    if a.score is None or b.score is None or a.feasible != b.feasible or b.score <= 0:
+        return False
+    return abs(a.score - b.score) <= NEAR_TIE * b.score
+
+
+def _implied_incoherent(seen: Mapping[int, Evaluation], index: int) -> Evaluation | None:
+    """Coherent values form one contiguous range along a key: a point past an incoherent one, seen
+    from a coherent one, is incoherent too."""
+    for k, e in seen.items():
+        if e.coherent:
+            continue
+        for c, other in seen.items():
+            if other.coherent and (c < k < index or index < k < c):
+                return Evaluation(False, None)
+    return None
 
 
 def _small(params: Sequence[Param]) -> bool:

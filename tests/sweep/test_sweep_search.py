@@ -145,3 +145,18 @@ def test_existing_session_is_refused(tmp_path: Path) -> None:
         api.start(spec, _ctx(tmp_path, host))
     result = api.reset(_ctx(tmp_path, host), restore=False)
     assert not result.restored and not SweepSession("t", tmp_path).exists()
+
+
+def test_patch_as_a_parameter_opens_the_larger_budgets(tmp_path: Path) -> None:
+    """From the unpatched default (only small budgets coherent), the sweep finds the patched optimum."""
+    params = [
+        "spec.ddtree.budget=[4, 5, 6, 7, 8, 10, 12, 16, 20, 24]",
+        "spec.ddtree.max_topk=1,4",
+        "patches=[[], [triton-ddtree-verify-width]]",
+    ]
+    host = ScriptedHost()
+    result = api.start(_spec(params, 1), _ctx(tmp_path, host))
+    assert result.best is not None and result.best.coherent
+    assert result.best.assignment["patches"] == ["triton-ddtree-verify-width"]
+    assert result.score(result.best) >= 0.97 * grid_best(params, [], 1)
+    assert result.restarts <= 12

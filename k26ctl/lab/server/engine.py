@@ -95,6 +95,7 @@ class StepStats:
     mode: str  # "decode" | "verify"
     batch_size: int
     new_tokens: int
+    rows: int = 0  # prefill: the prompt tokens computed (a cached prefix is not)
 
 
 class Engine:
@@ -241,7 +242,7 @@ class Engine:
             req.cached_len = len(req.input_ids)
             req.output_ids.append(int(tok))
             self._finish_if_done(req)
-        return StepStats("prefill", len(reqs), len(reqs))
+        return StepStats("prefill", len(reqs), len(reqs), rows=len(ids))
 
     def step(self, reqs: list[Req]) -> StepStats:
         if self.spec.algorithm == "NONE":

@@ -168,6 +168,8 @@ class Scheduler(threading.Thread):
 
     def _iterate(self) -> None:
         self._serve_flushes()
+        if self.pacer is not None and not self.running:
+            self.pacer.idle()
         self._collect()
         if self.waiting and self.crash_armed:
             self._run_batch_with_fault()
@@ -187,10 +189,9 @@ class Scheduler(threading.Thread):
             self.waiting.remove(gen)
         if admitted:
             began = time.monotonic()
-            self.engine.prefill([g.req for g in admitted if g.req is not None])
+            prefilled = self.engine.prefill([g.req for g in admitted if g.req is not None])
             if self.pacer is not None:
-                rows = sum(len(g.input_ids) for g in admitted)
-                self.pacer.hold(began, "prefill", len(admitted), rows)
+                self.pacer.hold(began, "prefill", prefilled.batch_size, prefilled.rows)
             with self.lock:
                 self.totals.requests += len(admitted)
                 self.totals.prompt_tokens += sum(len(g.input_ids) for g in admitted)

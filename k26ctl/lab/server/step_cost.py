@@ -12,9 +12,12 @@ and verifier, while the time a step takes comes from the formula:
                                                  batch * verify width (verify: budget + 1 or block size)
     draft pass   = draft_ms + draft_row_ms * batch * block_size     (speculative steps only)
 
-The scheduler sleeps until the modelled time of a step has passed since it began (a step whose CPU
-compute takes longer than the model keeps its real time; `overruns` counts those), so throughput
-and latencies seen over HTTP follow the model and barely depend on the CPU's load.
+The scheduler sleeps until the modelled time of a step has passed. The steps of a busy period are
+laid end to end on the model's clock: a step that the CPU made late (the machine is shared, the
+tiny model's own compute is a few ms) is caught up by shorter sleeps in the steps after it, up to
+MAX_DEBT seconds behind; `overruns` counts the steps that ended behind the model's clock. When the
+scheduler runs out of requests the clock starts afresh. So throughput seen over HTTP follows the
+model, not the CPU's load; single inter-token gaps can still show a stall the CPU caused.
 """
 
 from __future__ import annotations
@@ -76,14 +79,22 @@ def parse_step_cost(text: str | None) -> StepCost | None:
     return StepCost(**values)
 
 
+MAX_DEBT = 1.0  # seconds a busy period may run behind the model's clock before it is re-anchored
+
+
 class StepPacer:
-    """Holds each scheduler step until the modelled time has passed since the step began."""
+    """Holds each scheduler step until the model's clock says it is done."""
 
     def __init__(self, cost: StepCost, block_size: int, speculative: bool) -> None:
         self.cost = cost
         self.block_size = block_size
         self.speculative = speculative
-        self.overruns = 0  # steps whose real compute took longer than the model
+        self.overruns = 0  # steps that ended behind the model's clock
+        self._deadline: float | None = None  # when the previous step ends on the model's clock
+
+    def idle(self) -> None:
+        """Nothing is running: the next step starts a new busy period."""
+        self._deadline = None
 
     def modelled_seconds(self, mode: str, batch: int, rows: int) -> float:
         seconds = self.cost.target_seconds(rows)
@@ -92,7 +103,9 @@ class StepPacer:
         return seconds
 
     def hold(self, began: float, mode: str, batch: int, rows: int) -> None:
-        remaining = began + self.modelled_seconds(mode, batch, rows) - time.monotonic()
+        start = began if self._deadline is None else max(self._deadline, began - MAX_DEBT)
+        self._deadline = start + self.modelled_seconds(mode, batch, rows)
+        remaining = self._deadline - time.monotonic()
         if remaining > 0:
             time.sleep(remaining)
         else:

@@ -1,0 +1,95 @@
+"""`k26ctl sweep` end to end on the real lab host (nspawn + sshd + systemd) and the lab server.
+
+A small sweep over the unpatched budget around 7 with the GPU step-time model: budget 8 breaks the
+output (the verify mask is sized for 8 rows, the tree needs 9), so it must be recorded as incoherent
+and never measured or recommended; the controls are measured; the session log, the JSON document
+and the winner profile agree; reset restores what was live before the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from k26ctl.resources import profiles_dir, project_root
+
+pytestmark = [pytest.mark.labhost, pytest.mark.lab]
+
+PROFILE = profiles_dir() / "lab" / "sweep.yaml"
+SUITE = project_root() / "benchmarks" / "data" / "sweep-smoke-suite.yaml"
+
+
+@pytest.fixture
+def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
+    real = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "k26ctl" / "lab"
+    state = tmp_path / "state"
+    (state / "k26ctl").mkdir(parents=True)
+    (state / "k26ctl" / "lab").symlink_to(real)
+    return {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
+
+
+def k26ctl(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "k26ctl", *args], env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+def test_small_sweep_on_the_lab_host(lab_host, lab_env: dict[str, str], tmp_path: Path) -> None:
+    sets = ["--set", f"host.lab={lab_host.name}", "--set", f"smoke.suite={SUITE}"]
+    # what is live before the sweep: plain decoding
+    first = k26ctl(
+        "deploy", str(profiles_dir() / "lab" / "none.yaml"), *sets[:2], "--yes", "--no-smoke", env=lab_env
+    )
+    assert first.returncode == 0, first.stderr
+    winner_file = tmp_path / "winner.yaml"
+    run = k26ctl(
+        "sweep", str(PROFILE), *sets,
+        "--param", "spec.ddtree.budget=6..8",
+        "--concurrency", "1,2", "--requests", "4", "--max-tokens", "32", "--max-restarts", "6",
+        "--write-profile", str(winner_file), "--yes", "--json",
+        env=lab_env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads(run.stdout)
+    points = {json.dumps(p["assignment"], sort_keys=True): p for p in doc["points"]}
+    broken = points[json.dumps({"spec.ddtree.budget": 8})]
+    assert broken["coherent"] is False and broken["levels"] == []
+    roles = [p["role"] for p in doc["points"]]
+    assert roles.count("control") == 2 and "default" in roles
+    for point in doc["points"]:
+        if point["coherent"]:
+            assert {lv["concurrency"] for lv in point["levels"]} == {1, 2}
+            assert point["output_tokens_per_s"] > 0
+    # the DDTree points report accept length from meta_info; speculation off has none
+    default = next(p for p in doc["points"] if p["role"] == "default")
+    assert default["accept_length"] > 1.5
+    assert doc["best"]["coherent"] is True
+    assert doc["best"]["assignment"] != {"spec.ddtree.budget": 8}
+    assert 0 < doc["restarts"] <= 6
+    winner = yaml.safe_load(winner_file.read_text())
+    assert winner["extends"] and Path(winner_file.parent, winner["extends"]).resolve() == PROFILE.resolve()
+    rendered = k26ctl("render", str(winner_file), "--format", "argv", env=lab_env)
+    assert rendered.returncode == 0, rendered.stderr
+    # the log reads the same session back without deploying anything
+    log = k26ctl("sweep", "log", "--json", env=lab_env)
+    assert log.returncode == 0, log.stderr
+    assert [p["assignment"] for p in json.loads(log.stdout)["points"]] == [
+        p["assignment"] for p in doc["points"]
+    ]
+    # a resumed finished sweep pays nothing more
+    again = k26ctl("sweep", "--resume", "--yes", "--json", env=lab_env)
+    assert again.returncode == 0, again.stderr
+    assert len(json.loads(again.stdout)["points"]) == len(doc["points"])
+    # reset puts plain decoding back
+    reset = k26ctl("sweep", "reset", "--yes", "--json", env=lab_env)
+    assert reset.returncode == 0, reset.stderr
+    assert json.loads(reset.stdout)["restored"] is True
+    status = k26ctl("status", str(profiles_dir() / "lab" / "none.yaml"), *sets[:2], "--json", env=lab_env)
+    assert status.returncode in (0, 1), status.stderr
+    assert "DDTREE" not in status.stdout
