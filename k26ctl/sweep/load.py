@@ -5,14 +5,21 @@ sent (or the level's time bound passes). Per request: time to first token (the f
 that carries output), the gaps between later chunks (inter-token latency as SGLang's bench_serving
 counts it: one gap per streamed chunk, so a verify step that commits four tokens is one gap), and
 `completion_tokens / spec_verify_ct` from the final meta_info (the accept length of exactly this
-request; /server_info's lifetime average would mix in the smoke run). Output tokens/s of a level is
-all completion tokens over the wall time from its first send to its last finish.
+request; /server_info's lifetime average would mix in the smoke run).
+
+Output tokens/s of a level is `concurrency x median over requests of (completion tokens / request
+latency)`: the steady-state rate of `concurrency` streams. A median, because a machine shared with
+other work (or a hiccup of the SSH tunnel) stalls single requests for hundreds of ms, and one such
+stall moves a wall-clock total by several per cent, more than the differences a sweep has to rank.
+The wall-clock figure (all completion tokens over the time from the first send to the last finish)
+is kept as `wall_output_tokens_per_s`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +35,7 @@ class RequestSample:
     gaps: list[float] = field(default_factory=list)
     completion_tokens: int = 0
     verify_ct: int | None = None
+    latency: float | None = None  # send to last chunk
     error: str | None = None
 
     @property
@@ -42,13 +50,14 @@ class LevelResult:
     concurrency: int
     requests: int
     errors: int
-    output_tokens_per_s: float
+    output_tokens_per_s: float  # concurrency x median per-request rate
     accept_length: float | None  # mean over the level's requests
     ttft_p50_ms: float | None
     ttft_p99_ms: float | None
     itl_p50_ms: float | None
     itl_p99_ms: float | None
     seconds: float
+    wall_output_tokens_per_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -124,6 +133,7 @@ def stream_one(client: httpx.Client, text: str, max_new_tokens: int) -> RequestS
         sample.error = f"{type(exc).__name__}: {exc}"
         return sample
     sample.completion_tokens = seen
+    sample.latency = (last - started) if last is not None else None
     if seen == 0:
         sample.error = "no output tokens"
     return sample
@@ -163,17 +173,20 @@ def measure_level(base_url: str, spec: LoadSpec, concurrency: int) -> LevelResul
     accepts = [a for a in (s.accept_length for s in good) if a is not None]
     ttfts = [s.ttft for s in good if s.ttft is not None]
     gaps = [g for s in good for g in s.gaps]
+    rates = [s.completion_tokens / s.latency for s in good if s.latency]
+    median_rate = statistics.median(rates) if rates else 0.0
     return LevelResult(
         concurrency=concurrency,
         requests=len(samples),
         errors=len(samples) - len(good),
-        output_tokens_per_s=sum(s.completion_tokens for s in good) / wall,
+        output_tokens_per_s=concurrency * median_rate,
         accept_length=sum(accepts) / len(accepts) if accepts else None,
         ttft_p50_ms=_ms(percentile(ttfts, 50)),
         ttft_p99_ms=_ms(percentile(ttfts, 99)),
         itl_p50_ms=_ms(percentile(gaps, 50)),
         itl_p99_ms=_ms(percentile(gaps, 99)),
         seconds=wall,
+        wall_output_tokens_per_s=sum(s.completion_tokens for s in good) / wall,
     )
 
 
