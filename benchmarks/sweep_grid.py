@@ -44,7 +44,7 @@ def build(args: argparse.Namespace) -> Any:
         [parse_param(p) for p in PARAMS],
         concurrency=[int(c) for c in args.concurrency.split(",")],
         target=args.target,
-        sets=[f"host.lab={args.name}", f"smoke.suite={SUITE}"],
+        sets=[f"host.lab={args.name}", f"smoke.suite={SUITE}", *args.set],
         max_restarts=args.max_restarts,
         requests_per_level=args.requests,
         max_new_tokens=args.max_tokens,
@@ -139,6 +139,7 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--max-restarts", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="profile override")
     parser.add_argument("--state", default=None, help="state directory (default: a new temporary one)")
     parser.add_argument("--json", dest="out", default=None, help="write the result document here")
     args = parser.parse_args()
