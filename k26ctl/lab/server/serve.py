@@ -227,7 +227,7 @@ def _serve(args, fault, state, stop, gpus) -> int:  # type: ignore[no-untyped-de
     )
     state.scheduler = scheduler
     if args.lab_step_cost:
-        log(f"Step time model: {args.lab_step_cost} (ms; k26ctl/lab/step_cost.py)", tp0=True)
+        log(f"Step time model: {args.lab_step_cost} (ms; k26ctl/lab/server/step_cost.py)", tp0=True)
     scheduler.start()
     log(f"HTTP server listening on http://{args.host}:{args.port}")
     if not args.skip_server_warmup:
