@@ -160,12 +160,15 @@ def _runs_on(text: str, words: Sequence[Word]) -> bool:
 
 # ---- stutter -------------------------------------------------------------------------------------
 
-# Words a speaker doubles on purpose ("that that", "had had", "bye bye", "very very", "no no").
+# Words doubled on purpose ("that that", "had had", "bye bye", "very very", "no no") or by grammar.
 _REDUPLICATED = frozenset(
     (
         "that", "had", "is", "do", "does", "did", "no", "so", "very", "bye", "ha", "he", "hee", "ho", "la",
         "na", "da", "yes", "well", "now", "there", "come", "go", "really", "many", "much", "more", "knock",
         "tut", "hip", "chop", "pretty", "far", "long", "away", "again", "and", "over", "round",
+        # grammatical doubles: French reflexives ("nous nous sommes"), German and Dutch pronouns that
+        # open a relative or subordinate clause ("die die Zeitung liest", "dat dat klopt")
+        "nous", "vous", "die", "der", "das", "den", "dem", "dat",
     )
 )
 STUTTER_EVENTS = 3  # doubled words (or any doubled pair of function words) that fail a text
