@@ -156,6 +156,9 @@ def test_validate_remote_through_the_cli(sglang_python: Path) -> None:
     ok = run("profiles/dflash.yaml")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "unit/executable-on-host" not in [f["code"] for f in json.loads(ok.stdout)["findings"]]
+    # the host's parser reported its release, and the local rules ran again with that release's table
+    told = [f for f in json.loads(ok.stdout)["findings"] if f["code"] == "sglang/version-from-host"]
+    assert told and VERSION in told[0]["message"]
     ddtree = run("profiles/ddtree-b7.yaml")
     doc = json.loads(ddtree.stdout)
     assert ddtree.returncode == 78 and not doc["valid"]
