@@ -174,6 +174,12 @@ class SGLangConfig(_Model):
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     extra_args: list[str] = Field(default_factory=list)
 
+    @property
+    def local_address(self) -> str:
+        """Where the server answers as seen from the host itself: an any-address bind (0.0.0.0, or ::
+        which is dual-stack by default) answers on IPv4 loopback."""
+        return "127.0.0.1" if self.host in ("0.0.0.0", "", "::", "[::]") else self.host
+
 
 class ReadinessConfig(_Model):
     timeout: float = Field(default=1800.0, gt=0)

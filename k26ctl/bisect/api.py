@@ -15,12 +15,15 @@ from k26ctl.bisect.ddmin import SetSearch
 from k26ctl.bisect.engine import Reporter, SearchResult, Strategy, run_search
 from k26ctl.bisect.logfile import parse_log, render_log
 from k26ctl.bisect.numeric import NumericSearch, max_probes
-from k26ctl.bisect.plan import Change
+from k26ctl.bisect.plan import Change, Probe, assignment_id
+from k26ctl.bisect.restore import capture_live, restore_live
 from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec, StepRecord
 from k26ctl.bisect.setdiff import differing_keys, with_assignment
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner, HostDeployer
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
+from k26ctl.termsafe import clean
+from k26ctl.validate import ensure_valid
 
 Confirm = Callable[[str], bool]
 
@@ -143,8 +146,6 @@ def prepare(spec: SessionSpec) -> Prepared:
 
 
 def _validate(loaded: LoadedProfile) -> None:
-    from k26ctl.validate import ensure_valid
-
     ensure_valid(loaded.profile)
 
 
@@ -198,8 +199,6 @@ def start(spec: SessionSpec, ctx: Context) -> SearchResult:
     with session.locked():
         _refuse_existing(session)
         if spec.deploy:
-            from k26ctl.bisect.restore import capture_live
-
             spec.original = capture_live(prepared.base)
         session.create(spec)
         return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
@@ -238,23 +237,17 @@ def replay(path: Path, ctx: Context) -> SearchResult:
         if not plan_done:
             _confirm(ctx, f"The log does not finish the search of {prepared.description}: deploy the rest?")
             if spec.deploy:
-                from k26ctl.bisect.restore import capture_live
-
                 spec.original = capture_live(prepared.base)
                 session.create_keep_log(spec)
         return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
 
 
 def _plan_done(steps: list[StepRecord], prepared: Prepared) -> bool:
-    from k26ctl.bisect.plan import Probe, assignment_id
-
     verdicts = {assignment_id(s.assignment): s.verdict for s in steps}
     return not isinstance(prepared.strategy.plan(lambda a: verdicts.get(assignment_id(a))), Probe)
 
 
 def _confirm_recorded_command(ctx: Context, command: str, cwd: str) -> None:
-    from k26ctl.termsafe import clean
-
     shown = f"command {clean(command, limit=2000)!r} in directory {clean(cwd, limit=500)!r}"
     if not ctx.run_recorded_command:
         raise UsageError(
@@ -306,8 +299,6 @@ def reset(ctx: Context, *, restore: bool = True) -> ResetResult:
         message = "session removed; the host was left as it is"
         restored = False
         if restore and spec.deploy and spec.original is not None:
-            from k26ctl.bisect.restore import restore_live
-
             profile = spec.profile if spec.mode == "numeric" else spec.good_profile
             assert profile is not None
             base = load_profile(profile, spec.sets)

@@ -26,8 +26,12 @@ from k26ctl.bisect.engine import StepOutcome
 from k26ctl.bisect.plan import Probe
 from k26ctl.bisect.setdiff import with_assignment
 from k26ctl.bisect.verdict import Verdict, combine_tries, tries_needed, verdict_from_exit_code
-from k26ctl.errors import ConfigError, K26Error
+from k26ctl.deploy import DeployOptions, deploy
+from k26ctl.deploy.smoke_step import run_smoke_on_host
+from k26ctl.errors import ConfigError, K26Error, UnreachableError
 from k26ctl.profile import LoadedProfile
+from k26ctl.remote import connect
+from k26ctl.smoke.target import server_url
 
 Note = Callable[[str], None]
 
@@ -177,8 +181,6 @@ class HostDeployer:
     accept_new_host_key: bool = False
 
     def deploy(self, loaded: LoadedProfile) -> Deployed:
-        from k26ctl.deploy import DeployOptions, deploy
-
         options = DeployOptions(
             yes=True, smoke=self.smoke_in_deploy, accept_new_host_key=self.accept_new_host_key
         )
@@ -191,10 +193,6 @@ class HostDeployer:
 
     def smoke(self, loaded: LoadedProfile) -> tuple[Verdict, str]:
         """Smoke the running server again (a repeated try, or a deploy that had nothing to restart)."""
-        from k26ctl.deploy.smoke_step import run_smoke_on_host
-        from k26ctl.errors import UnreachableError
-        from k26ctl.remote import connect
-
         try:
             with connect(loaded.profile, accept_new_host_key=self.accept_new_host_key) as host:
                 report = run_smoke_on_host(host, loaded.profile)
@@ -204,14 +202,11 @@ class HostDeployer:
 
     @contextlib.contextmanager
     def server_url(self, loaded: LoadedProfile) -> Iterator[str | None]:
-        from k26ctl.health import probe_address
-        from k26ctl.remote import connect
-
         with (
             connect(loaded.profile, accept_new_host_key=self.accept_new_host_key) as host,
-            host.forward(probe_address(loaded.profile), loaded.profile.sglang.port) as (address, port),
+            server_url(host, loaded.profile) as url,
         ):
-            yield f"http://{address}:{port}"
+            yield url
 
 
 # ---- the step ----------------------------------------------------------------------------------------

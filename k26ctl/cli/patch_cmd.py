@@ -106,7 +106,7 @@ def _change_locked(
     action: PatchChange, profile: str, overrides: list[str], name: list[str]
 ) -> list[PatchResult]:
     """Run apply or revert under the service's host lock, so a manual patch never races a deploy."""
-    from k26ctl.deploy.pipeline import operator
+    from k26ctl.deploy.session import operator
 
     host, prof = _host_and_profile(profile, overrides)
     with host, host.lock(prof.service.name, holder=operator()):

@@ -8,16 +8,15 @@ from typing import Any
 
 from k26ctl.deploy.plan import PatchChange
 from k26ctl.deploy.readiness import UnitState
+from k26ctl.deploy.wait import read_unit_state
 from k26ctl.errors import RemoteCommandError
-from k26ctl.health import read_unit_state
+from k26ctl.patches.host import apply_patches, revert_patches
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host, WriteResult
 
 
 def converge_patches(host: Host, profile: Profile, changes: list[PatchChange]) -> list[Any]:
     """Revert what is no longer wanted first, then apply what is; returns the engine's results."""
-    from k26ctl.patches.host import apply_patches, revert_patches
-
     results: list[Any] = []
     to_revert = [c.name for c in changes if c.action == "revert"]
     to_apply = [c.name for c in changes if c.action == "apply"]

@@ -9,6 +9,7 @@ from typing import Any
 from k26ctl.deploy.history import DeployRecord, history_path, last_record, parse_history
 from k26ctl.deploy.plan import sha256_text
 from k26ctl.deploy.readiness import UnitState
+from k26ctl.patches.host import plan_patches, sglang_version_on_host
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 
@@ -72,8 +73,6 @@ def read_unit(host: Host, path: str) -> str | None:
 def gather_facts(host: Host, systemd: Any, profile: Profile, unit_path: str) -> HostFacts:
     """Independent reads run side by side over the one connection: each is a round trip, and a
     deploy that changes nothing is mostly these."""
-    from k26ctl.patches.host import plan_patches, sglang_version_on_host
-
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="k26ctl-facts") as pool:
         unit_text = pool.submit(read_unit, host, unit_path)
         props = pool.submit(systemd.show, *SHOW_PROPS)

@@ -8,138 +8,97 @@ A failure after apply may roll back to the state recorded before it (--rollback-
 
 from __future__ import annotations
 
-import getpass
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from k26ctl import __version__
 from k26ctl.deploy import apply as ops
 from k26ctl.deploy.connection import ConnectionLostError, cause_of, connection_lost
-from k26ctl.deploy.facts import HostFacts, gather_facts, read_unit
-from k26ctl.deploy.history import (
-    DeployRecord,
-    append_record,
-    ensure_state_dir,
-    keep_current_unit,
-    last_gpu_memory_mib,
-    last_load_seconds,
-)
+from k26ctl.deploy.facts import HostFacts, read_unit
+from k26ctl.deploy.history import DeployRecord, keep_current_unit, last_gpu_memory_mib, last_load_seconds
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
-from k26ctl.deploy.readiness import ProbeResult, UnitState
+from k26ctl.deploy.readiness import ProbeResult
+from k26ctl.deploy.restore import restore_snapshot
+from k26ctl.deploy.session import (
+    Connect,
+    DeployRun,
+    Snapshot,
+    copy_path,
+    now_iso,
+    open_service,
+    operator,
+    write_record,
+)
+from k26ctl.deploy.smoke_step import run_smoke_on_host
 from k26ctl.deploy.steps import StepLog
+from k26ctl.deploy.wait import ReadinessResult, check_ready_once, read_unit_state, wait_ready
 from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error, UsageError
-from k26ctl.health import ReadinessResult, check_ready_once, read_unit_state, wait_ready
-from k26ctl.profile import LoadedProfile, Profile
-from k26ctl.remote.base import Host
+from k26ctl.profile import LoadedProfile
+from k26ctl.render import render_unit, unit_name
+from k26ctl.validate import ensure_valid
+from k26ctl.validate.checks import validate_against_host
 
 T = TypeVar("T")
 
 
-def operator() -> str:
-    return os.environ.get("K26CTL_OPERATOR") or f"{getpass.getuser()}@{socket.gethostname()}"
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-@dataclass
-class Snapshot:
-    """A host state a rollback can return to."""
-
-    unit_text: str | None
-    patches: list[str]
-
-    @property
-    def unit_sha(self) -> str | None:
-        return sha256_text(self.unit_text) if self.unit_text is not None else None
-
-
-@dataclass
-class Context:
-    """Everything one deploy run shares between its steps."""
-
-    profile: Profile
-    host: Host
-    systemd: Any
-    unit: str
-    unit_path: str
-    desired_unit: str
-    log: StepLog
-    result: DeployResult
-    facts: HostFacts | None = None
-    applied: bool = False  # the host was changed by this run
-    unit_backup: str | None = None
-    early_probe: Future[ProbeResult] | None = None
-    early_cursor: Future[str] | None = None
-    last_unit: UnitState | None = None  # the unit's state as the readiness wait last read it
-    restarted: bool = False
-    before: Snapshot | None = None  # the host's state before apply (set once the facts are read)
-
-
 def deploy(
-    loaded: LoadedProfile, opts: DeployOptions | None = None, on_event: EventCallback | None = None
+    loaded: LoadedProfile,
+    opts: DeployOptions | None = None,
+    on_event: EventCallback | None = None,
+    *,
+    connect: Connect | None = None,
 ) -> DeployResult:
     """Run the pipeline; expected failures of the service come back as a result with exit_code 1,
-    problems that stop the run before it starts (config, host, lock) raise K26Error."""
-    from k26ctl.remote import connect
-    from k26ctl.remote.systemd import Systemd
-    from k26ctl.render import render_unit, unit_name, unit_path
-    from k26ctl.validate import ensure_valid
-
+    problems that stop the run before it starts (config, host, lock) raise K26Error. `connect` opens
+    the host (default: `k26ctl.remote.connect`)."""
     opts = opts or DeployOptions()
     profile = loaded.profile
     started = time.monotonic()
     log = StepLog(on_event)
     untouched = "interrupted before any change: the host was not touched"
+    result: DeployResult | None = None
     try:
         with log.step("validate", "validating the profile"):
             ensure_valid(profile)
             desired = render_unit(profile)
-        unit = unit_name(profile)
-        result = DeployResult(profile=profile.name or "", host="", unit=unit)
-        with log.step("connect", "connecting to the host") as handle:
-            host = connect(profile, accept_new_host_key=opts.accept_new_host_key)
-            result.host = getattr(host, "name", "") or ""
-            handle.ok(result.host)
-    except KeyboardInterrupt:
-        raise Interrupted(untouched) from None
-    try:
-        with host.lock(profile.service.name, holder=operator(), wait=opts.lock_wait):
-            log.add("lock", "ok", f"deploy lock for {profile.service.name}")
-            ctx = Context(profile, host, Systemd(host, unit), unit, unit_path(profile), desired, log, result)
+        result = DeployResult(profile=profile.name or "", host="", unit=unit_name(profile))
+        with open_service(
+            profile,
+            log=log,
+            result=result,
+            desired_unit=desired,
+            accept_new_host_key=opts.accept_new_host_key,
+            lock_wait=opts.lock_wait,
+            connect=connect,
+        ) as run:
             try:
-                _run(ctx, opts)
-            except KeyboardInterrupt:  # before apply: nothing was touched (apply raises Interrupted)
-                raise Interrupted(untouched) from None
+                _run(run, opts)
             except K26Error as exc:
-                if isinstance(exc, ConnectionLostError) or not connection_lost(host, exc):
+                if isinstance(exc, ConnectionLostError) or not connection_lost(run.host, exc):
                     raise
-                raise _lost_connection(ctx, exc) from None
+                raise _lost_connection(run, exc) from None
+    except KeyboardInterrupt:  # before apply: nothing was touched (apply raises Interrupted)
+        raise Interrupted(untouched) from None
     finally:
-        host.close()
-        result.steps = log.steps
-        result.wall_seconds = time.monotonic() - started
+        if result is not None:
+            result.steps = log.steps
+            result.wall_seconds = time.monotonic() - started
+    assert result is not None
     return result
 
 
-def _check_against_host(ctx: Context, facts: HostFacts) -> None:
+def _check_against_host(run: DeployRun, facts: HostFacts) -> None:
     """The profile judged again with the host's SGLang release and patch states (the option table of
     that release, the known bug lifted where the host's tree is fixed; flags the table does not know
     go to the host's own parser). Nothing has changed yet, so an error here stops the deploy cleanly."""
-    from k26ctl.validate.checks import validate_against_host
-
-    with ctx.log.step("host-check", "checking the profile against the host's SGLang") as handle:
+    with run.log.step("host-check", "checking the profile against the host's SGLang") as handle:
         report = validate_against_host(
-            ctx.profile, ctx.host, sglang_version=facts.sglang_version, host_patches=facts.patch_states
+            run.profile, run.host, sglang_version=facts.sglang_version, host_patches=facts.patch_states
         )
         if not report.valid:
             first = report.errors[0]
@@ -152,17 +111,16 @@ def _check_against_host(ctx: Context, facts: HostFacts) -> None:
         handle.ok("; ".join([version, *lifted]))
 
 
-def _run(ctx: Context, opts: DeployOptions) -> None:
-    log, result, profile = ctx.log, ctx.result, ctx.profile
+def _run(run: DeployRun, opts: DeployOptions) -> None:
+    log, result, profile = run.log, run.result, run.profile
     # Probing the running server is read-only and most deploys change nothing: probe while the facts
     # are read, and use the answer only if the plan says no restart.
-    early_probe = None if opts.check else _background(check_ready_once, ctx.host, profile)
+    early_probe = None if opts.check else _background(check_ready_once, run.host, profile)
     # Likewise the journal cursor a restart would start reading from (any point before the restart).
-    ctx.early_cursor = None if opts.check else _background(ctx.systemd.cursor_now)
-    with log.step("facts", "reading the host's state"):
-        ctx.facts = facts = gather_facts(ctx.host, ctx.systemd, profile, ctx.unit_path)
-    ctx.early_probe = early_probe
-    _check_against_host(ctx, facts)
+    run.early_cursor = None if opts.check else _background(run.systemd.cursor_now)
+    facts = run.read_facts()
+    run.early_probe = early_probe
+    _check_against_host(run, facts)
     changes, applied = patch_changes(facts.patch_actions)
     smoke = smoke_decision(
         opts.smoke,
@@ -171,8 +129,8 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
         last=facts.last,
     )
     plan = compute_plan(
-        unit_path=ctx.unit_path,
-        desired_unit=ctx.desired_unit,
+        unit_path=run.unit_path,
+        desired_unit=run.desired_unit,
         current_unit=facts.unit_text,
         needs_daemon_reload=facts.needs_daemon_reload,
         unit_state=facts.unit_state,
@@ -196,31 +154,31 @@ def _run(ctx: Context, opts: DeployOptions) -> None:
         result.host_state = "unchanged (--check)"
         return
     _confirm(plan, opts)
-    before = ctx.before = Snapshot(facts.unit_text, applied)
+    before = run.before = Snapshot(facts.unit_text, applied)
     try:
-        _apply(ctx, plan)
-        ready = _restart_and_wait(ctx, plan)
+        _apply(run, plan)
+        ready = _restart_and_wait(run, plan)
         if ready and plan.smoke:
-            _smoke(ctx)
+            _smoke(run)
         elif plan.smoke:
             log.add("smoke", "skipped", "the server is not ready")
         else:
             log.add("smoke", "skipped", plan.smoke_reason)
     except KeyboardInterrupt:
-        raise _interrupted(ctx, before) from None
+        raise _interrupted(run, before) from None
     except K26Error as exc:
-        if connection_lost(ctx.host, exc):
-            raise _lost_connection(ctx, exc) from None
+        if connection_lost(run.host, exc):
+            raise _lost_connection(run, exc) from None
         # Say where the host was left: the message is all an operator has when the link dropped.
-        if ctx.restarted:
-            exc.message += f" ({_disk_state(ctx, before)}; the service was restarted, readiness unknown)"
-        elif ctx.applied:
-            exc.message += f" ({_disk_state(ctx, before)}; the service was not restarted)"
+        if run.restarted:
+            exc.message += f" ({_disk_state(run, before)}; the service was restarted, readiness unknown)"
+        elif run.applied:
+            exc.message += f" ({_disk_state(run, before)}; the service was not restarted)"
         raise
-    _record(ctx, before, plan)
-    if result.verdict == "failed" and opts.rollback_on_failure and ctx.applied:
-        _rollback_after_failure(ctx, before)
-    _describe_state(ctx)
+    _record(run, before, plan)
+    if result.verdict == "failed" and opts.rollback_on_failure and run.applied:
+        _rollback_after_failure(run, before)
+    _describe_state(run)
 
 
 def _confirm(plan: Plan, opts: DeployOptions) -> None:
@@ -235,9 +193,9 @@ def _confirm(plan: Plan, opts: DeployOptions) -> None:
         raise K26Error("deploy cancelled: nothing was changed")
 
 
-def _apply(ctx: Context, plan: Plan) -> None:
-    log, host, profile = ctx.log, ctx.host, ctx.profile
-    facts = ctx.facts
+def _apply(run: DeployRun, plan: Plan) -> None:
+    log, host, profile = run.log, run.host, run.profile
+    facts = run.facts
     assert facts is not None
     if not (plan.patches or plan.unit.changed or plan.daemon_reload or plan.enable):
         log.add("apply", "ok", "the host already matches the profile")
@@ -249,7 +207,7 @@ def _apply(ctx: Context, plan: Plan) -> None:
     with deferred_interrupts(note):
         if plan.patches:
             with log.step("patches", "converging SGLang source patches") as handle:
-                ctx.applied = True  # from here on the host may differ from the facts
+                run.applied = True  # from here on the host may differ from the facts
                 results = ops.converge_patches(host, profile, plan.patches)
                 done = [f"{r.action} {r.name}" for r in results if r.changed]
                 if done:
@@ -257,45 +215,45 @@ def _apply(ctx: Context, plan: Plan) -> None:
                 else:
                     handle.ok("already in place")
         if plan.unit.changed:
-            with log.step("unit", f"writing {ctx.unit_path}") as handle:
+            with log.step("unit", f"writing {run.unit_path}") as handle:
                 if facts.unit_sha is not None:
-                    keep_current_unit(host, profile.service.name, ctx.unit_path, facts.unit_sha)
-                ctx.applied = True
-                write = ops.write_unit(host, ctx.unit_path, ctx.desired_unit)
-                ctx.unit_backup = write.backup_path
+                    keep_current_unit(host, profile.service.name, run.unit_path, facts.unit_sha)
+                run.applied = True
+                write = ops.write_unit(host, run.unit_path, run.desired_unit)
+                run.unit_backup = write.backup_path
                 handle.changed(
                     f"sha {plan.unit.desired_sha[:12]}"
                     + (f", backup {write.backup_path}" if write.backup_path else "")
                 )
         if plan.daemon_reload:
             with log.step("daemon-reload", "systemctl daemon-reload") as handle:
-                ctx.systemd.daemon_reload()
+                run.systemd.daemon_reload()
                 handle.changed(plan.daemon_reload_reason)
         if plan.enable:
-            with log.step("enable", f"systemctl enable {ctx.unit}") as handle:
-                ops.enable_unit(host, ctx.unit)
+            with log.step("enable", f"systemctl enable {run.unit}") as handle:
+                ops.enable_unit(host, run.unit)
                 handle.changed()
-    ctx.result.changed = True
+    run.result.changed = True
 
 
-def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
+def _restart_and_wait(run: DeployRun, plan: Plan) -> bool:
     """Restart when the plan says so, then wait for readiness; True when the server is ready."""
-    log, result, profile, facts = ctx.log, ctx.result, ctx.profile, ctx.facts
+    log, result, profile, facts = run.log, run.result, run.profile, run.facts
     assert facts is not None
     if not plan.restart:
         log.add("restart", "ok", "nothing changed: not restarted")
         with log.step("readiness", "probing the running server") as handle:
-            probe = _early_probe_result(ctx) or check_ready_once(ctx.host, profile)
+            probe = _early_probe_result(run) or check_ready_once(run.host, profile)
             if probe.ok:
                 handle.ok("the running server answers its readiness probes")
                 return True
             handle.detail = f"not ready yet ({probe.detail}): waiting"
         # Running but not ready (still loading after an earlier deploy): wait from now on.
         readiness = wait_ready(
-            ctx.host,
-            ctx.systemd,
+            run.host,
+            run.systemd,
             profile,
-            cursor=ctx.systemd.cursor_now(),
+            cursor=run.systemd.cursor_now(),
             baseline=facts.unit_state,
             armed=True,
             probe_first=True,
@@ -304,16 +262,16 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
             on_progress=_progress_emitter(log),
             on_line=lambda line: log.emit("log", line),
         )
-        _readiness_verdict(ctx, readiness, "readiness-wait")
+        _readiness_verdict(run, readiness, "readiness-wait")
         return readiness.ready
-    with log.step("restart", f"restarting {ctx.unit}") as handle:
-        cursor = _result_or_none(ctx.early_cursor)
-        restarted = ops.restart_service(ctx.host, ctx.systemd, ctx.unit, facts.unit_state, cursor)
-        ctx.restarted = result.restarted = True
+    with log.step("restart", f"restarting {run.unit}") as handle:
+        cursor = _result_or_none(run.early_cursor)
+        restarted = ops.restart_service(run.host, run.systemd, run.unit, facts.unit_state, cursor)
+        run.restarted = result.restarted = True
         handle.changed("; ".join(plan.restart_reasons))
     readiness = wait_ready(
-        ctx.host,
-        ctx.systemd,
+        run.host,
+        run.systemd,
         profile,
         cursor=restarted.cursor,
         baseline=restarted.baseline,
@@ -323,7 +281,7 @@ def _restart_and_wait(ctx: Context, plan: Plan) -> bool:
         on_progress=_progress_emitter(log),
         on_line=lambda line: log.emit("log", line),
     )
-    _readiness_verdict(ctx, readiness, "readiness")
+    _readiness_verdict(run, readiness, "readiness")
     return readiness.ready
 
 
@@ -350,9 +308,9 @@ def _result_or_none(future: Future[T] | None, timeout: float = 30.0) -> T | None
         return None
 
 
-def _early_probe_result(ctx: Context) -> ProbeResult | None:
+def _early_probe_result(run: DeployRun) -> ProbeResult | None:
     """The probe taken while the facts were read; None when it did not pass (probe again, properly)."""
-    probe = _result_or_none(ctx.early_probe, timeout=10)
+    probe = _result_or_none(run.early_probe, timeout=10)
     return probe if probe is not None and probe.ok else None
 
 
@@ -366,33 +324,31 @@ def _progress_emitter(log: StepLog) -> Any:
     return emit
 
 
-def _readiness_verdict(ctx: Context, readiness: ReadinessResult, step: str) -> None:
-    result = ctx.result
+def _readiness_verdict(run: DeployRun, readiness: ReadinessResult, step: str) -> None:
+    result = run.result
     outcome = readiness.outcome
-    ctx.last_unit = readiness.last_unit
+    run.last_unit = readiness.last_unit
     if readiness.ready:
         result.ready_seconds = readiness.wall_seconds
         result.load_seconds = readiness.server_load_seconds
         result.stop_seconds = readiness.server_stop_seconds
         result.gpu_memory_mib = readiness.gpu_memory_mib
         load = f", server load {readiness.server_load_seconds:.1f} s" if readiness.server_load_seconds else ""
-        ctx.log.add(step, "ok", f"ready after {readiness.wall_seconds:.1f} s{load}", readiness.wall_seconds)
+        run.log.add(step, "ok", f"ready after {readiness.wall_seconds:.1f} s{load}", readiness.wall_seconds)
         return
     result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "readiness"
     result.message = f"the service did not become ready: {outcome.reason}"
     result.journal_lines = list(outcome.lines)
     for line in outcome.lines:
-        ctx.log.emit("journal", line)
-    ctx.log.add(step, "failed", outcome.reason, readiness.wall_seconds)
+        run.log.emit("journal", line)
+    run.log.add(step, "failed", outcome.reason, readiness.wall_seconds)
 
 
-def _smoke(ctx: Context) -> None:
-    from k26ctl.deploy.smoke_step import run_smoke_on_host
-
-    result = ctx.result
-    with ctx.log.step("smoke", "running the smoke suite") as handle:
+def _smoke(run: DeployRun) -> None:
+    result = run.result
+    with run.log.step("smoke", "running the smoke suite") as handle:
         try:
-            report = run_smoke_on_host(ctx.host, ctx.profile)
+            report = run_smoke_on_host(run.host, run.profile)
         except K26Error as exc:
             handle.failed(exc.one_line())
             result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "smoke"
@@ -421,40 +377,40 @@ def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
     return {"ran": True, "passed": bool(result.smoke.passed), "summary": result.smoke.summary()}
 
 
-def _record(ctx: Context, before: Snapshot, plan: Plan, *, unit_sha_now: str | None = None) -> None:
+def _record(run: DeployRun, before: Snapshot, plan: Plan, *, unit_sha_now: str | None = None) -> None:
     """One history line; written even for failures, so the next deploy knows what runs."""
-    facts, result, profile = ctx.facts, ctx.result, ctx.profile
+    facts, result, profile = run.facts, run.result, run.profile
     assert facts is not None
     last = facts.last
     if unit_sha_now is None:
-        unit_sha_now = plan.unit.desired_sha if ctx.applied or not plan.unit.changed else facts.unit_sha
-    after_patches = _patches_after(before.patches, plan) if ctx.applied else before.patches
+        unit_sha_now = plan.unit.desired_sha if run.applied or not plan.unit.changed else facts.unit_sha
+    after_patches = _patches_after(before.patches, plan) if run.applied else before.patches
     running_patches: list[str] | None
-    if ctx.restarted:
+    if run.restarted:
         running_sha, running_patches = unit_sha_now, after_patches
     elif last is not None:
         running_sha, running_patches = last.running_unit_sha, last.running_patches
     else:
         running_sha, running_patches = (unit_sha_now if facts.unit_state.running else None), before.patches
     write_record(
-        ctx,
+        run,
         DeployRecord(
             time=now_iso(),
             operator=operator(),
             kind="deploy",
             profile=profile.name or "",
             fingerprint=profile.fingerprint(),
-            unit_path=ctx.unit_path,
+            unit_path=run.unit_path,
             unit_sha=unit_sha_now,
             unit_copy=copy_path(profile, unit_sha_now),
             previous_unit_sha=before.unit_sha,
             previous_unit_copy=copy_path(profile, before.unit_sha),
-            unit_backup=ctx.unit_backup,
+            unit_backup=run.unit_backup,
             patches=after_patches,
             previous_patches=before.patches,
             speculative=profile.speculative_settings(),
-            changed=ctx.applied,
-            restarted=ctx.restarted,
+            changed=run.applied,
+            restarted=run.restarted,
             running_unit_sha=running_sha,
             running_patches=running_patches,
             load_seconds=result.load_seconds,
@@ -467,23 +423,6 @@ def _record(ctx: Context, before: Snapshot, plan: Plan, *, unit_sha_now: str | N
     )
 
 
-def write_record(ctx: Context, record: DeployRecord) -> None:
-    service = ctx.profile.service.name
-    with ctx.log.step("record", "recording the result on the host"):
-        current = ctx.facts.history_raw if ctx.facts is not None else None
-        if current is None:
-            ensure_state_dir(ctx.host, service)
-        append_record(ctx.host, service, record, current=current)
-        if ctx.facts is not None:
-            ctx.facts.history_raw = None  # a second record in this run reads the file again
-
-
-def copy_path(profile: Profile, sha: str | None) -> str | None:
-    from k26ctl.deploy.history import unit_copy_path
-
-    return unit_copy_path(profile.service.name, sha) if sha else None
-
-
 def _patches_after(before: list[str], plan: Plan) -> list[str]:
     current = set(before)
     for change in plan.patches:
@@ -494,59 +433,57 @@ def _patches_after(before: list[str], plan: Plan) -> list[str]:
     return sorted(current)
 
 
-def _rollback_after_failure(ctx: Context, before: Snapshot) -> None:
-    from k26ctl.deploy.restore import restore_snapshot
-
-    ctx.log.emit("warning", "rolling back to the state before this deploy (--rollback-on-failure)")
-    plan, facts = ctx.result.plan, ctx.facts
+def _rollback_after_failure(run: DeployRun, before: Snapshot) -> None:
+    run.log.emit("warning", "rolling back to the state before this deploy (--rollback-on-failure)")
+    plan, facts = run.result.plan, run.facts
     assert plan is not None and facts is not None
     last = facts.last
     source = last if last is not None and last.unit_sha == before.unit_sha else None
     ready = restore_snapshot(
-        ctx,
+        run,
         before,
         current_patches=_patches_after(before.patches, plan),
-        reason=f"rollback after the failed deploy of {ctx.profile.name}",
+        reason=f"rollback after the failed deploy of {run.profile.name}",
         source=source,
     )
-    ctx.result.rolled_back = True
-    ctx.result.message += "; rolled back to the previous unit and patch set" + (
+    run.result.rolled_back = True
+    run.result.message += "; rolled back to the previous unit and patch set" + (
         "" if ready else " (which is not ready either)"
     )
 
 
-def _describe_state(ctx: Context) -> None:
-    result = ctx.result
+def _describe_state(run: DeployRun) -> None:
+    result = run.result
     try:
-        seen = ctx.last_unit if result.verdict == "ok" and not result.rolled_back else None
-        if seen is None and result.verdict == "ok" and not result.changed and ctx.facts is not None:
-            seen = ctx.facts.unit_state  # untouched, and read under this run's lock
-        state = (seen or read_unit_state(ctx.systemd)).describe()
+        seen = run.last_unit if result.verdict == "ok" and not result.rolled_back else None
+        if seen is None and result.verdict == "ok" and not result.changed and run.facts is not None:
+            seen = run.facts.unit_state  # untouched, and read under this run's lock
+        state = (seen or read_unit_state(run.systemd)).describe()
     except K26Error:
         state = "unknown"
-    sha = sha256_text(ctx.desired_unit)[:12]
+    sha = sha256_text(run.desired_unit)[:12]
     if result.rolled_back:
         result.host_state = f"previous unit and patches restored; service {state}"
     elif result.verdict == "ok":
-        result.host_state = f"unit {ctx.unit_path} is the profile's (sha {sha}); service {state}"
+        result.host_state = f"unit {run.unit_path} is the profile's (sha {sha}); service {state}"
     else:
         result.host_state = (
-            f"unit {ctx.unit_path} is the profile's (sha {sha}); service {state}; "
+            f"unit {run.unit_path} is the profile's (sha {sha}); service {state}; "
             "fix the profile and deploy again, or run: k26ctl rollback PROFILE"
         )
 
 
-def _disk_state(ctx: Context, before: Snapshot, *, raise_errors: bool = False) -> str:
+def _disk_state(run: DeployRun, before: Snapshot, *, raise_errors: bool = False) -> str:
     try:
-        on_disk = read_unit(ctx.host, ctx.unit_path)
+        on_disk = read_unit(run.host, run.unit_path)
     except K26Error as exc:
         if raise_errors:
             raise
         return f"unit state unknown: {exc.message}"
     sha = sha256_text(on_disk) if on_disk is not None else None
-    desired = sha256_text(ctx.desired_unit)
+    desired = sha256_text(run.desired_unit)
     which = "the new" if sha == desired else "the old" if sha == before.unit_sha else "an unexpected"
-    return f"{which} unit is in place ({ctx.unit_path}, sha {str(sha)[:12]})"
+    return f"{which} unit is in place ({run.unit_path}, sha {str(sha)[:12]})"
 
 
 STEP_WORDS = {
@@ -563,50 +500,50 @@ STEP_WORDS = {
 }
 
 
-def _lost_connection(ctx: Context, exc: K26Error) -> ConnectionLostError:
+def _lost_connection(run: DeployRun, exc: K26Error) -> ConnectionLostError:
     """One line: which step lost the host, and the state it was left in as far as it is known."""
-    failed = [s.name for s in ctx.log.steps if s.status == "failed"]
+    failed = [s.name for s in run.log.steps if s.status == "failed"]
     during = f" while {STEP_WORDS.get(failed[-1], 'in step ' + failed[-1])}" if failed else ""
     # The old connection is dead or hanging: read the host back over a new one, if it answers.
-    ctx.host.close()
-    if not ctx.applied:
+    run.host.close()
+    if not run.applied:
         state = "nothing on the host was changed"
-    elif ctx.before is None:
+    elif run.before is None:
         state = "host state unknown; run k26ctl status PROFILE"
     else:
         try:
-            state = _disk_state(ctx, ctx.before, raise_errors=True)
+            state = _disk_state(run, run.before, raise_errors=True)
         except K26Error:
             state = (
                 "the host cannot be reached again to check which unit is in place: the old one or "
                 "the new one, whole (writes are atomic)"
             )
-        if not ctx.restarted:
+        if not run.restarted:
             state += "; the service was not restarted"
-        elif ctx.result.ready_seconds is not None:
+        elif run.result.ready_seconds is not None:
             state += "; the service was restarted and became ready"
         else:
             state += "; the service was restarted, readiness unknown"
     return ConnectionLostError(
-        f"lost the connection to {ctx.host.name}{during} ({cause_of(exc)}): {state}",
+        f"lost the connection to {run.host.name}{during} ({cause_of(exc)}): {state}",
         "check the host and the network, then run the same deploy again (it converges from either state)",
     )
 
 
-def _interrupted(ctx: Context, before: Snapshot) -> Interrupted:
+def _interrupted(run: DeployRun, before: Snapshot) -> Interrupted:
     """Say exactly which state the host was left in, and remember it on the host."""
-    desired_sha = sha256_text(ctx.desired_unit)
+    desired_sha = sha256_text(run.desired_unit)
     try:
         with deferred_interrupts():
-            on_disk = read_unit(ctx.host, ctx.unit_path)
+            on_disk = read_unit(run.host, run.unit_path)
             sha = sha256_text(on_disk) if on_disk is not None else None
             which = "the new" if sha == desired_sha else "the old" if sha == before.unit_sha else "an unknown"
-            running = "restarted" if ctx.restarted else "not restarted (still running the old unit)"
-            state = f"{which} unit is in place ({ctx.unit_path}, sha {str(sha)[:12]}); service was {running}"
-            ctx.result.verdict = "interrupted"
-            ctx.result.message = "interrupted"
-            if ctx.facts is not None and ctx.result.plan is not None:
-                _record(ctx, before, ctx.result.plan, unit_sha_now=sha)
+            running = "restarted" if run.restarted else "not restarted (still running the old unit)"
+            state = f"{which} unit is in place ({run.unit_path}, sha {str(sha)[:12]}); service was {running}"
+            run.result.verdict = "interrupted"
+            run.result.message = "interrupted"
+            if run.facts is not None and run.result.plan is not None:
+                _record(run, before, run.result.plan, unit_sha_now=sha)
     except (K26Error, OSError) as exc:
         state = f"unknown ({exc}); run k26ctl status PROFILE"
     return Interrupted(

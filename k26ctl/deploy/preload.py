@@ -3,8 +3,7 @@
 The CLI starts cold: paramiko (with cryptography) and jinja2 take a good part of its start-up. A
 thread imports them while the main thread loads and validates the profile and waits on the network;
 whoever needs a module first simply waits for the import in progress (Python's per-module import
-lock). Only third-party modules are preloaded: k26ctl's own modules import each other in cycles
-that two threads importing at once could trip over.
+lock). Only the heavy third-party modules are preloaded; k26ctl's own load on the main thread.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Readiness as a pure state machine over observations (unit state, journal lines, HTTP probes, time).
 
-The I/O loop in `k26ctl.health` feeds it; tests feed it by hand. It decides three things: when the
+The I/O loop in `k26ctl.deploy.wait` feeds it; tests feed it by hand. It decides three things: when the
 service is ready (every probe passed), when it has failed (the unit failed or restarted, the main process
 exited, or the journal shows a fatal error), and when the next HTTP probe is due (1 s at first, then
 backing off, never slower than `poll_max`; at once when the journal says the server is ready).

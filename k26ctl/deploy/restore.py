@@ -12,22 +12,24 @@ from collections.abc import Sequence
 
 from k26ctl import __version__
 from k26ctl.deploy import apply as ops
-from k26ctl.deploy.facts import gather_facts
 from k26ctl.deploy.history import DeployRecord, keep_current_unit, last_load_seconds
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
-from k26ctl.deploy.pipeline import (
-    Context,
+from k26ctl.deploy.plan import Plan, UnitChange, sha256_text
+from k26ctl.deploy.session import (
+    Connect,
+    DeployRun,
     Snapshot,
     copy_path,
     now_iso,
+    open_service,
     operator,
     write_record,
 )
-from k26ctl.deploy.plan import sha256_text
 from k26ctl.deploy.steps import StepLog
+from k26ctl.deploy.wait import read_unit_state, wait_ready
 from k26ctl.errors import ExitCode, K26Error, UsageError
-from k26ctl.health import read_unit_state, wait_ready
+from k26ctl.patches.host import apply_patches, revert_patches
 from k26ctl.profile import LoadedProfile
 
 
@@ -48,7 +50,7 @@ def _source_record(records: Sequence[DeployRecord], before: int, unit_sha: str |
 
 
 def restore_snapshot(
-    ctx: Context,
+    run: DeployRun,
     target: Snapshot,
     *,
     current_patches: Sequence[str],
@@ -56,10 +58,8 @@ def restore_snapshot(
     source: DeployRecord | None,
 ) -> bool:
     """Put `target` back on the host, restart, wait; record it. True when the service is ready."""
-    from k26ctl.patches.host import apply_patches, revert_patches
-
-    log, host, profile = ctx.log, ctx.host, ctx.profile
-    on_disk = host.read_file(ctx.unit_path, sudo=True)
+    log, host, profile = run.log, run.host, run.profile
+    on_disk = host.read_file(run.unit_path, sudo=True)
     before_sha = sha256_text(on_disk) if on_disk is not None else None
     with deferred_interrupts():
         to_revert = [n for n in current_patches if n not in target.patches]
@@ -73,15 +73,15 @@ def restore_snapshot(
                 handle.changed(
                     ", ".join([*(f"revert {n}" for n in to_revert), *(f"apply {n}" for n in to_apply)])
                 )
-        with log.step("rollback-unit", f"restoring {ctx.unit_path}") as handle:
+        with log.step("rollback-unit", f"restoring {run.unit_path}") as handle:
             if target.unit_text is None:
-                ops.remove_unit(host, ctx.systemd, ctx.unit, ctx.unit_path)
+                ops.remove_unit(host, run.systemd, run.unit, run.unit_path)
                 handle.changed("there was no unit before: removed it and stopped the service")
             elif target.unit_sha != before_sha:
                 if before_sha is not None:  # so that a second rollback can return here
-                    keep_current_unit(host, profile.service.name, ctx.unit_path, before_sha)
-                ops.write_unit(host, ctx.unit_path, target.unit_text)
-                ctx.systemd.daemon_reload()
+                    keep_current_unit(host, profile.service.name, run.unit_path, before_sha)
+                ops.write_unit(host, run.unit_path, target.unit_text)
+                run.systemd.daemon_reload()
                 handle.changed(f"sha {str(target.unit_sha)[:12]}")
             else:
                 handle.ok("the unit on disk is already the previous one")
@@ -89,14 +89,14 @@ def restore_snapshot(
     restarted = False
     load_seconds = None
     if target.unit_text is not None:
-        with log.step("rollback-restart", f"restarting {ctx.unit}") as handle:
-            restart = ops.restart_service(host, ctx.systemd, ctx.unit, read_unit_state(ctx.systemd))
+        with log.step("rollback-restart", f"restarting {run.unit}") as handle:
+            restart = ops.restart_service(host, run.systemd, run.unit, read_unit_state(run.systemd))
             restarted = True
             handle.changed()
-        facts = ctx.facts
+        facts = run.facts
         readiness = wait_ready(
             host,
-            ctx.systemd,
+            run.systemd,
             profile,
             cursor=restart.cursor,
             baseline=restart.baseline,
@@ -115,14 +115,14 @@ def restore_snapshot(
     proven = source is not None and source.verdict == "ok"
     verdict = "failed" if not ready else ("ok" if proven else "unverified")
     write_record(
-        ctx,
+        run,
         DeployRecord(
             time=now_iso(),
             operator=operator(),
             kind="rollback",
             profile=source.profile if source else "",
             fingerprint=source.fingerprint if source else "",
-            unit_path=ctx.unit_path,
+            unit_path=run.unit_path,
             unit_sha=target.unit_sha,
             unit_copy=copy_path(profile, target.unit_sha),
             previous_unit_sha=before_sha,
@@ -146,31 +146,29 @@ def restore_snapshot(
 
 
 def rollback(
-    loaded: LoadedProfile, opts: DeployOptions | None = None, on_event: EventCallback | None = None
+    loaded: LoadedProfile,
+    opts: DeployOptions | None = None,
+    on_event: EventCallback | None = None,
+    *,
+    connect: Connect | None = None,
 ) -> DeployResult:
     """Restore the unit and patch set that were in place before the last change on the host."""
-    from k26ctl.remote import connect
-    from k26ctl.remote.systemd import Systemd
-    from k26ctl.render import unit_name, unit_path
-
     opts = opts or DeployOptions()
     profile = loaded.profile
     started = time.monotonic()
     log = StepLog(on_event)
-    unit = unit_name(profile)
-    result = DeployResult(profile=profile.name or "", host="", unit=unit, kind="rollback")
-    with log.step("connect", "connecting to the host") as handle:
-        host = connect(profile, accept_new_host_key=opts.accept_new_host_key)
-        result.host = getattr(host, "name", "") or ""
-        handle.ok(result.host)
+    result: DeployResult | None = None
     try:
-        with host.lock(profile.service.name, holder=operator(), wait=opts.lock_wait):
-            log.add("lock", "ok")
-            systemd = Systemd(host, unit)
-            path = unit_path(profile)
-            ctx = Context(profile, host, systemd, unit, path, "", log, result)
-            with log.step("facts", "reading the host's state and history"):
-                ctx.facts = facts = gather_facts(host, systemd, profile, path)
+        with open_service(
+            profile,
+            log=log,
+            kind="rollback",
+            accept_new_host_key=opts.accept_new_host_key,
+            lock_wait=opts.lock_wait,
+            connect=connect,
+        ) as run:
+            result, host, systemd, path = run.result, run.host, run.systemd, run.unit_path
+            facts = run.read_facts("reading the host's state and history")
             found = rollback_target(facts.history)
             if found is None:
                 raise UsageError(
@@ -207,15 +205,13 @@ def rollback(
             )
             log.add("plan", "ok", summary)
             if not opts.yes and opts.confirm is not None:
-                from k26ctl.deploy.plan import Plan, UnitChange
-
                 preview = Plan(unit=UnitChange(path, facts.unit_sha, target.unit_sha or "", ""))
                 preview.restart, preview.restart_reasons = True, [summary]
                 if not opts.confirm(preview):
                     raise K26Error("rollback cancelled: nothing was changed")
             source = _source_record(facts.history, index, record.previous_unit_sha)
             ready = restore_snapshot(
-                ctx, target, current_patches=applied_now, reason=f"rollback by {operator()}", source=source
+                run, target, current_patches=applied_now, reason=f"rollback by {operator()}", source=source
             )
             result.changed = result.restarted = True
             result.verdict = "ok" if ready else "failed"
@@ -224,7 +220,8 @@ def rollback(
             state = read_unit_state(systemd).describe() if target.unit_text is not None else "removed"
             result.host_state = f"previous unit and patches restored; service {state}"
     finally:
-        host.close()
-        result.steps = log.steps
-        result.wall_seconds = time.monotonic() - started
+        if result is not None:
+            result.steps = log.steps
+            result.wall_seconds = time.monotonic() - started
+    assert result is not None
     return result

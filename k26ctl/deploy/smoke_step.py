@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from k26ctl.health import api_key, probe_address
+from k26ctl.deploy.wait import api_key
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 
 
 def run_smoke_on_host(host: Host, profile: Profile) -> Any:
     """The SmokeReport of the profile's suite (default suite when none is named)."""
+    # Loaded here, not at the top: most deploys never smoke, and the runner with its detectors and
+    # word list is the largest import a deploy could pay for at start-up.
     from k26ctl.smoke import SmokeTarget, load_suite, run_smoke
-    from k26ctl.smoke.target import options_from_profile
+    from k26ctl.smoke.target import options_from_profile, server_url
 
     suite = load_suite(profile.smoke.suite) if profile.smoke.suite else None
     options = options_from_profile(profile)
-    with host.forward(probe_address(profile), profile.sglang.port) as (address, port):
-        target = SmokeTarget(f"http://{address}:{port}", profile.served_name, api_key(profile))
-        return run_smoke(target, suite, options=options)
+    with server_url(host, profile) as url:
+        return run_smoke(SmokeTarget(url, profile.served_name, api_key(profile)), suite, options=options)

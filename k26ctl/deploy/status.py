@@ -10,8 +10,13 @@ from k26ctl.deploy.facts import SHOW_PROPS, read_unit
 from k26ctl.deploy.history import DeployRecord, read_history
 from k26ctl.deploy.plan import sha256_text
 from k26ctl.deploy.readiness import ProbeResult, UnitState
+from k26ctl.deploy.session import Connect, open_service
+from k26ctl.deploy.wait import check_ready_once
 from k26ctl.errors import K26Error
+from k26ctl.patches.host import PatchState, patch_status
+from k26ctl.patches.model import load_patches
 from k26ctl.profile import LoadedProfile
+from k26ctl.render import render_unit
 
 
 @dataclass
@@ -23,7 +28,7 @@ class StatusReport:
     props: dict[str, str]
     unit_sha: str | None
     profile_unit_sha: str
-    patches: list[Any]  # k26ctl.patches.host.PatchState
+    patches: list[PatchState]
     probe: ProbeResult | None
     history: list[DeployRecord] = field(default_factory=list)
     patch_error: str | None = None
@@ -85,22 +90,18 @@ class StatusReport:
 
 
 def host_status(
-    loaded: LoadedProfile, *, accept_new_host_key: bool = False, history: int = 5
+    loaded: LoadedProfile,
+    *,
+    accept_new_host_key: bool = False,
+    history: int = 5,
+    connect: Connect | None = None,
 ) -> StatusReport:
-    from k26ctl.health import check_ready_once
-    from k26ctl.patches.host import patch_status
-    from k26ctl.patches.model import load_patches
-    from k26ctl.remote import connect
-    from k26ctl.remote.systemd import Systemd
-    from k26ctl.render import render_unit, unit_name, unit_path
-
     profile = loaded.profile
-    unit, path = unit_name(profile), unit_path(profile)
-    with connect(profile, accept_new_host_key=accept_new_host_key) as host:
-        systemd = Systemd(host, unit)
+    with open_service(profile, accept_new_host_key=accept_new_host_key, lock=False, connect=connect) as run:
+        host, systemd, unit, path = run.host, run.systemd, run.unit, run.unit_path
         props = systemd.show(*SHOW_PROPS)
         text = read_unit(host, path)
-        patches: list[Any] = []
+        patches: list[PatchState] = []
         patch_error = None
         try:
             patches = patch_status(host, profile, sorted(set(load_patches()) | set(profile.patches)))
@@ -134,15 +135,13 @@ def show_logs(
     lines: int = 50,
     follow: bool = False,
     accept_new_host_key: bool = False,
+    connect: Connect | None = None,
 ) -> None:
     """The unit's last `lines` journal entries, then (with follow) new ones until interrupted."""
-    from k26ctl.remote import connect
-    from k26ctl.remote.systemd import Systemd
-    from k26ctl.render import unit_name
-
-    profile = loaded.profile
-    with connect(profile, accept_new_host_key=accept_new_host_key) as host:
-        systemd = Systemd(host, unit_name(profile))
+    with open_service(
+        loaded.profile, accept_new_host_key=accept_new_host_key, lock=False, connect=connect
+    ) as run:
+        systemd = run.systemd
         entries = systemd.journal(lines=lines)
         for entry in entries:
             on_line(entry)

@@ -12,13 +12,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from k26ctl.errors import ConfigError
+from k26ctl.remote import connect
 from k26ctl.smoke.runner import SmokeOptions, SmokeTarget
 
 if TYPE_CHECKING:
     from k26ctl.profile import Profile
-
-_ANY_ADDRESS = ("", "0.0.0.0", "::", "[::]")
-
+    from k26ctl.remote.base import Host
 
 def api_key_from_env(variable: str | None) -> str | None:
     """The API key named by `sglang.api_key_env` / `--api-key-env`; a named but unset variable is an error."""
@@ -53,17 +52,17 @@ def with_overrides(options: SmokeOptions, **overrides: object) -> SmokeOptions:
 
 
 @contextmanager
+def server_url(host: Host, profile: Profile) -> Iterator[str]:
+    """The URL of the profile's server through a port forward over `host`'s connection."""
+    with host.forward(profile.sglang.local_address, profile.sglang.port) as (address, port):
+        yield f"http://{address}:{port}"
+
+
+@contextmanager
 def profile_target(
     profile: Profile, *, model: str | None = None, api_key_env: str | None = None
 ) -> Iterator[SmokeTarget]:
     """Connect to the profile's host and forward a local port to its SGLang server."""
-    from k26ctl.remote import connect
-
     api_key = api_key_from_env(api_key_env or profile.sglang.api_key_env)
-    remote_addr = "127.0.0.1" if profile.sglang.host in _ANY_ADDRESS else profile.sglang.host
-    host = connect(profile)
-    try:
-        with host.forward(remote_addr, profile.sglang.port) as (local_addr, local_port):
-            yield SmokeTarget(f"http://{local_addr}:{local_port}", model, api_key)
-    finally:
-        host.close()
+    with connect(profile) as host, server_url(host, profile) as url:
+        yield SmokeTarget(url, model, api_key)

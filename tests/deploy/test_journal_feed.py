@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from k26ctl.health import JournalFeed
+from k26ctl.deploy.wait import JournalFeed
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ def test_a_hostile_model_id_is_shown_escaped(server: FaultServer) -> None:
 def test_readiness_probes_are_bounded_too(server: FaultServer, expected: str) -> None:
     """The deploy's readiness prober uses the same bounded client: a hostile server is 'not ready',
     with a reason that is safe to print, never a hang or a traceback."""
-    from k26ctl.health import HttpProber
+    from k26ctl.deploy.wait import HttpProber
     from k26ctl.profile import Profile
     from k26ctl.termsafe import is_clean
 

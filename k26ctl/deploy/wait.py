@@ -68,13 +68,6 @@ ProgressCallback = Callable[[Progress], None]
 LineCallback = Callable[[str], None]
 
 
-def probe_address(profile: Profile) -> str:
-    """Where the server listens, as seen from the host itself."""
-    host = profile.sglang.host
-    # An any-address bind (0.0.0.0, or :: which is dual-stack by default) answers on IPv4 loopback.
-    return "127.0.0.1" if host in ("0.0.0.0", "", "::", "[::]") else host
-
-
 def api_key(profile: Profile) -> str | None:
     name = profile.sglang.api_key_env
     return os.environ.get(name) if name else None
@@ -222,7 +215,7 @@ class JournalFeed:
 
 @contextmanager
 def _prober(host: Host, profile: Profile) -> Iterator[HttpProber]:
-    with host.forward(probe_address(profile), profile.sglang.port) as (address, port):
+    with host.forward(profile.sglang.local_address, profile.sglang.port) as (address, port):
         prober = HttpProber(address, port, profile)
         try:
             yield prober
