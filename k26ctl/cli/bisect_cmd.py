@@ -86,8 +86,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         from k26ctl.bisect import api
-        from k26ctl.bisect.progress import ProgressPrinter
         from k26ctl.cli.common import print_json
+        from k26ctl.cli.present.bisect import ProgressPrinter
         from k26ctl.errors import Interrupted, UsageError
 
         printer = ProgressPrinter()

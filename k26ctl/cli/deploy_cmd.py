@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
 
 def confirmer(yes: bool) -> Any:
     """The terminal prompt, or None where nobody can answer (then changes need --yes)."""
-    from k26ctl.deploy.present import confirm_on_terminal
+    from k26ctl.cli.present.deploy import confirm_on_terminal
 
     return confirm_on_terminal if (not yes and interactive()) else None
 
@@ -120,7 +120,7 @@ def run_and_present(
 ) -> None:
     """Run deploy or rollback with progress on stderr, print the result, exit with its code."""
     from k26ctl.cli.common import print_json
-    from k26ctl.deploy.present import make_presenter, result_text
+    from k26ctl.cli.present.deploy import make_presenter, result_text
 
     presenter = make_presenter(rich=_rich(), verbose=verbose)
     try:

@@ -24,11 +24,19 @@ def register(lab_app: typer.Typer) -> None:
         under chat load (good, halted at the canary, resumed), fleet NAME (default k26fleet) left up."""
         if fleet:
             _fleet_demo("k26fleet" if name == "k26lab" else name, verbose)
-        from k26ctl.deploy.present import PlainPresenter
+        from k26ctl.cli.present.bisect import ProgressPrinter
+        from k26ctl.cli.present.deploy import PlainPresenter
         from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
 
         presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
-        ctx = DemoContext(lab=name, on_event=presenter, say=lambda text: print(text, flush=True))
+        printer = ProgressPrinter()
+        ctx = DemoContext(
+            lab=name,
+            on_event=presenter,
+            say=lambda text: print(text, flush=True),
+            bisect_reporter=printer,
+            note=printer.note,
+        )
         steps = list(DEFAULT_STEPS)
         if bisect:
             steps.append(step_bisect)

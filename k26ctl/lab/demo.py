@@ -17,8 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from k26ctl.bisect import api
+from k26ctl.bisect.engine import Reporter
+from k26ctl.deploy import deploy
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.lab.host import LabHostState, lab_up
+from k26ctl.profile import load_profile
+from k26ctl.resources import profiles_dir
 
 
 @dataclass
@@ -27,6 +32,8 @@ class DemoContext:
     on_event: EventCallback | None = None
     say: Callable[[str], None] = print
     host_state: LabHostState | None = None  # once up
+    bisect_reporter: Reporter | None = None  # how step_bisect shows its steps (the CLI's printer)
+    note: Callable[[str], None] = print
 
 
 @dataclass
@@ -44,15 +51,10 @@ DemoStep = Callable[[DemoContext], DemoOutcome]
 
 
 def lab_profile_path(name: str) -> Path:
-    from k26ctl.resources import profiles_dir
-
     return profiles_dir() / "lab" / f"{name}.yaml"
 
 
 def _deploy(ctx: DemoContext, profile: str) -> DeployResult:
-    from k26ctl.deploy.pipeline import deploy
-    from k26ctl.profile import load_profile
-
     loaded = load_profile(lab_profile_path(profile), [f"host.lab={ctx.lab}"])
     return deploy(loaded, DeployOptions(yes=True, smoke=True), on_event=ctx.on_event)
 
@@ -118,21 +120,17 @@ BISECT_KEY = "spec.ddtree.budget"
 
 def step_bisect(ctx: DemoContext) -> DemoOutcome:
     """Bisect the first bad DDTree budget on the lab host, then reset."""
-    from k26ctl.bisect import api
-    from k26ctl.bisect.progress import ProgressPrinter
-
     ctx.say(
         "== bisect-config on the unpatched budget-16 profile: which budget breaks first? "
         "(7 claimed good, 16 claimed bad; ends verified, then binary search)"
     )
     started = time.monotonic()
-    printer = ProgressPrinter()
     with tempfile.TemporaryDirectory(prefix="k26-demo-bisect-") as state:
         bisect_ctx = api.Context(
             session="lab-demo",
             yes=True,
-            reporter=printer,
-            note=printer.note,
+            reporter=ctx.bisect_reporter,
+            note=ctx.note,
             state_directory=Path(state),
         )
         spec = api.numeric_spec(

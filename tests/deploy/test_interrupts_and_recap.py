@@ -8,9 +8,9 @@ import signal
 
 import pytest
 
+from k26ctl.cli.present.deploy import PlainPresenter, result_text
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployEvent, DeployResult, StepResult
-from k26ctl.deploy.present import PlainPresenter, result_text
 
 
 def test_interrupt_waits_for_the_step_to_finish() -> None:

@@ -1,0 +1,2 @@
+"""How results and progress look on a terminal: the libraries emit events and return results, these
+modules draw them (`deploy` for deploy/rollback, `bisect` for bisect-config)."""
