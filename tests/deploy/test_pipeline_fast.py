@@ -1,0 +1,173 @@
+"""Every branch of the deploy pipeline in-process, against a FakeHost with a simulated unit: the real
+pipeline, plan, readiness loop and history code, with no root, no nspawn and no network but loopback."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from k26ctl.deploy import DeployOptions, DeployResult, deploy, rollback
+from k26ctl.deploy.connection import ConnectionLostError
+from k26ctl.deploy.history import history_path, parse_history
+from k26ctl.errors import ExitCode, Interrupted, UsageError
+from k26ctl.profile import LoadedProfile, load_profile
+from k26ctl.remote.base import CommandResult
+from k26ctl.remote.fake import FakeHost
+from k26ctl.render import render_unit, unit_path
+from k26ctl.resources import profiles_dir
+from tests.support.fake_service import FakeService, ReadinessServer
+
+PROFILE = profiles_dir() / "lab" / "none.yaml"
+
+
+@dataclass
+class Rig:
+    host: FakeHost
+    service: FakeService
+
+    def load(self, *overrides: str) -> LoadedProfile:
+        return load_profile(PROFILE, list(overrides))
+
+    def deploy(self, loaded: LoadedProfile, **options: object) -> DeployResult:
+        opts = DeployOptions(**{"yes": True, "smoke": False, **options})  # type: ignore[arg-type]
+        return deploy(loaded, opts, connect=lambda profile, **_: self.host)
+
+    def unit_on_host(self, loaded: LoadedProfile) -> str | None:
+        raw = self.host.files.get(unit_path(loaded.profile))
+        return raw.decode() if raw is not None else None
+
+    def history(self, loaded: LoadedProfile) -> list[str]:
+        raw = self.host.files.get(history_path(loaded.profile.service.name), b"")
+        return [record.kind for record in parse_history(raw.decode())]
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    profile = load_profile(PROFILE).profile
+    server = ReadinessServer(profile.served_name)
+    host = FakeHost("fake host", forward_to=server.address)
+    try:
+        yield Rig(host, FakeService(host, profile))
+    finally:
+        host.close()
+        server.close()
+
+
+def test_a_first_deploy_writes_the_unit_restarts_and_waits_for_readiness(rig: Rig) -> None:
+    loaded = rig.load()
+    result = rig.deploy(loaded)
+    assert result.exit_code == ExitCode.OK and result.verdict == "ok", result.message
+    assert result.changed and result.restarted and result.ready_seconds is not None
+    assert rig.unit_on_host(loaded) == render_unit(loaded.profile)
+    assert rig.service.restarts == 1 and rig.host.ran("systemctl", "daemon-reload")
+    assert rig.history(loaded) == ["deploy"]
+    assert [name for name, _ in rig.host.locks_taken] == [loaded.profile.service.name]
+    assert rig.host.held_locks() == [] and rig.host.closed
+
+
+def test_no_change_touches_nothing_and_does_not_restart(rig: Rig) -> None:
+    loaded = rig.load()
+    assert rig.deploy(loaded).exit_code == ExitCode.OK
+    writes_before = dict(rig.host.files)
+    result = rig.deploy(loaded)
+    assert result.exit_code == ExitCode.OK, result.message
+    assert not result.changed and not result.restarted
+    assert rig.service.restarts == 1
+    assert {k: v for k, v in rig.host.files.items() if k != history_path(loaded.profile.service.name)} == {
+        k: v for k, v in writes_before.items() if k != history_path(loaded.profile.service.name)
+    }
+    assert [s.status for s in result.steps if s.name == "readiness"] == ["ok"]
+
+
+def test_check_reports_pending_changes_with_exit_3_and_changes_nothing(rig: Rig) -> None:
+    loaded = rig.load()
+    result = rig.deploy(loaded, check=True, yes=False)
+    assert result.exit_code == ExitCode.CHANGES_PENDING == 3
+    assert result.verdict == "changes-pending" and result.plan is not None and result.plan.has_changes
+    assert rig.unit_on_host(loaded) is None and rig.host.files == {}
+    assert rig.service.restarts == 0 and not rig.host.ran("systemctl", "daemon-reload")
+
+
+def test_without_a_terminal_a_pending_change_is_refused_with_exit_2(rig: Rig) -> None:
+    loaded = rig.load()
+    with pytest.raises(UsageError) as refused:
+        rig.deploy(loaded, yes=False, confirm=None)
+    assert refused.value.exit_code == ExitCode.USAGE == 2
+    assert "nothing was changed" in refused.value.message and "--yes" in (refused.value.hint or "")
+    assert rig.host.files == {} and rig.service.restarts == 0
+    assert rig.host.held_locks() == [] and rig.host.closed
+
+
+def test_failed_readiness_rolls_back_to_the_previous_unit(rig: Rig) -> None:
+    good = rig.load()
+    assert rig.deploy(good).exit_code == ExitCode.OK
+    bad = rig.load("sglang.decode_log_interval=77")
+    rig.service.outcomes = ["fail", "ready"]  # the new unit fails to load, the restored one comes up
+    result = rig.deploy(bad, rollback_on_failure=True)
+    assert result.exit_code == ExitCode.FAILED and result.failure == "readiness"
+    assert "did not become ready" in result.message and "rolled back" in result.message
+    assert result.rolled_back
+    assert rig.unit_on_host(good) == render_unit(good.profile)
+    assert rig.service.restarts == 3
+    assert rig.history(good) == ["deploy", "deploy", "rollback"]
+    assert any("fake server refuses to load" in line for line in result.journal_lines)
+
+
+def test_ctrl_c_during_apply_finishes_the_step_and_says_which_unit_is_in_place(rig: Rig) -> None:
+    first = rig.load()
+    assert rig.deploy(first).exit_code == ExitCode.OK
+    second = rig.load("sglang.decode_log_interval=77")
+
+    def interrupted_reload(argv: tuple[str, ...], stdin: bytes | None) -> str:
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C while systemd reloads: held until the step ends
+        return ""
+
+    rig.host.on(("systemctl", "daemon-reload"), interrupted_reload)
+    with pytest.raises(Interrupted) as stopped:
+        rig.deploy(second)
+    message = stopped.value.message
+    assert stopped.value.exit_code == ExitCode.INTERRUPTED == 130
+    assert "the new unit is in place" in message and "not restarted" in message, message
+    assert rig.unit_on_host(second) == render_unit(second.profile)
+    assert rig.service.restarts == 1
+    assert rig.history(first) == ["deploy", "deploy"]  # the interrupted run is remembered on the host
+    assert rig.host.held_locks() == []
+
+
+def test_a_connection_lost_during_readiness_is_exit_69_naming_the_host_state(rig: Rig) -> None:
+    first = rig.load()
+    assert rig.deploy(first).exit_code == ExitCode.OK
+    shows_after_restart: list[int] = []
+
+    def vanish() -> CommandResult | None:
+        if rig.service.restarts < 2:
+            return None
+        shows_after_restart.append(1)
+        if len(shows_after_restart) == 1:
+            return None  # the baseline read right after the restart still answers
+        return CommandResult((), -1, "", "channel closed")
+
+    rig.service.on_show = vanish
+    rig.service.outcome = "hang"  # never ready: only the lost link can end the wait
+    second = rig.load("sglang.decode_log_interval=77")
+    with pytest.raises(ConnectionLostError) as lost:
+        rig.deploy(second)
+    message = lost.value.message
+    assert lost.value.exit_code == ExitCode.UNAVAILABLE == 69
+    assert message.startswith("lost the connection to fake host (the connection dropped)"), message
+    assert "the new unit is in place" in message and "restarted, readiness unknown" in message, message
+    assert "check the host and the network" in (lost.value.hint or "")
+
+
+def test_rollback_restores_the_unit_before_the_last_change(rig: Rig) -> None:
+    first = rig.load()
+    assert rig.deploy(first).exit_code == ExitCode.OK
+    second = rig.load("sglang.decode_log_interval=77")
+    assert rig.deploy(second).exit_code == ExitCode.OK
+    result = rollback(second, DeployOptions(yes=True), connect=lambda profile, **_: rig.host)
+    assert result.exit_code == ExitCode.OK, result.message
+    assert rig.unit_on_host(first) == render_unit(first.profile)
+    assert rig.history(first) == ["deploy", "deploy", "rollback"]
