@@ -6,11 +6,11 @@ import itertools
 import random
 
 import pytest
-from bisect_helpers import drive
 
 from k26ctl.bisect.ddmin import SetSearch, ddmin
 from k26ctl.bisect.plan import Change, EndCheckFailed, SetOutcome
 from k26ctl.bisect.verdict import Verdict
+from tests.bisect.bisect_helpers import drive
 
 CHANGES = [
     Change("sglang.context_length", 131072, 65536),

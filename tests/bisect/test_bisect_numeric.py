@@ -6,11 +6,11 @@ import math
 import random
 
 import pytest
-from bisect_helpers import drive
 
 from k26ctl.bisect.numeric import NumericSearch, max_probes
 from k26ctl.bisect.plan import EndCheckFailed, NumericOutcome
 from k26ctl.bisect.verdict import Verdict
+from tests.bisect.bisect_helpers import drive
 
 KEY = "spec.ddtree.budget"
 

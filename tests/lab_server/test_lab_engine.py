@@ -10,7 +10,7 @@ import pytest
 
 from k26ctl.lab.server.engine import SpecSettings
 
-from .conftest import BACKEND_REL, TOKENIZER, prompt_ids, run_engine
+from .helpers import BACKEND_REL, TOKENIZER, prompt_ids, run_engine
 
 pytestmark = pytest.mark.lab
 

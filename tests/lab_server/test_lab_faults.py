@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import LiveServer, start_server
+from .helpers import LiveServer, start_server
 
 pytestmark = pytest.mark.lab
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import LiveServer, patched_tree_copy, start_server
+from .helpers import LiveServer, patched_tree_copy, start_server
 
 pytestmark = pytest.mark.lab
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from patch_support import RecordingHost, ReleaseSources
+
+from tests.patches.patch_support import RecordingHost, ReleaseSources
 
 
 @pytest.fixture

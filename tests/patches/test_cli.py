@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from patch_support import PATCH, TARGET
 
 from k26ctl.resources import project_root
+from tests.patches.patch_support import PATCH, TARGET
 
 LAB_TREE = project_root() / "k26ctl" / "lab" / "server" / "sglang_tree" / "sglang"
 

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from patch_support import RecordingHost, make_profile
 
 from k26ctl.errors import PatchError
 from k26ctl.patches import (
@@ -23,6 +22,7 @@ from k26ctl.patches import (
 from k26ctl.patches.host import BACKUP_SUFFIX
 from k26ctl.profile import Profile
 from k26ctl.remote.base import WriteResult
+from tests.patches.patch_support import RecordingHost, make_profile
 
 SOURCE = "class Backend:\n    def __init__(self, runner):\n        self.width = runner.args.width\n"
 GOOD = """name: widen

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from patch_support import PATCH, TARGET, RecordingHost, make_profile
 
 from k26ctl.patches import apply_patches, patch_status, revert_patches
 from k26ctl.resources import project_root
+from tests.patches.patch_support import PATCH, TARGET, RecordingHost, make_profile
 
 LAB_TREE = project_root() / "k26ctl" / "lab" / "server" / "sglang_tree" / "sglang"
 

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from patch_support import PATCH, TARGET, RecordingHost, ReleaseSources, make_profile
 
 from k26ctl.errors import PatchError
 from k26ctl.patches import apply_patches, load_patches, patch_status, plan_patches, revert_patches
 from k26ctl.patches.host import BACKUP_SUFFIX, RECORD_SUFFIX
 from k26ctl.patches.release import check_tree
+from tests.patches.patch_support import PATCH, TARGET, RecordingHost, ReleaseSources, make_profile
 
 pytestmark = pytest.mark.network_sglang
 

@@ -15,13 +15,12 @@ import pytest
 
 pytest.importorskip("torch", reason="the lab server needs torch")
 
-from lab_server import lab_server
-
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
 from k26ctl.smoke.client import SGLangClient
 from k26ctl.smoke.detectors import score_text
 from k26ctl.smoke.probes import ProbeAnswer, ProbeReport, run_probes
 from k26ctl.smoke.runner import _probe_findings
+from tests.smoke.lab_server import lab_server
 
 pytestmark = pytest.mark.lab
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
-from fake_sglang import FakeSGLang
+
+from tests.smoke.fake_sglang import FakeSGLang
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS_LIKE = [

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the lab server needs torch")
 
-from lab_server import LabServer, lab_server
+from tests.smoke.lab_server import LabServer, lab_server
 
 pytestmark = pytest.mark.lab
 

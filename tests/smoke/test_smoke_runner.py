@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sglang import FakeSGLang, Fault
 from rich.console import Console
 
 from k26ctl.errors import ConfigError, PermissionDeniedError, UnreachableError
@@ -23,6 +22,7 @@ from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
 from k26ctl.smoke.baseline import Baseline
 from k26ctl.smoke.report import render_table
 from k26ctl.smoke.suite import Suite, parse_suite
+from tests.smoke.fake_sglang import FakeSGLang, Fault
 
 ANSWERS = {
     "prose": "Air molecules scatter blue sunlight more strongly than red light, so the whole sky glows blue.",
