@@ -17,6 +17,16 @@ def set_option() -> Any:
     return typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=SET_HELP)
 
 
+def profile_argument(help: str = "Profile file or shipped profile name.") -> Any:
+    return typer.Argument(..., metavar="PROFILE", help=help)
+
+
+def accept_new_host_key_option() -> Any:
+    return typer.Option(
+        False, "--accept-new-host-key", help="Trust and record an unknown host key (never a changed one)."
+    )
+
+
 def json_option() -> Any:
     return typer.Option(False, "--json", help="Print one JSON document on stdout.")
 

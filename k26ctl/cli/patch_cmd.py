@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from k26ctl.cli.common import json_option, print_json, set_option
+from k26ctl.cli.common import (
+    accept_new_host_key_option,
+    json_option,
+    print_json,
+    profile_argument,
+    set_option,
+)
 
 if TYPE_CHECKING:
     from k26ctl.patches import PatchResult
@@ -30,12 +36,12 @@ def _names(name: list[str]) -> list[str] | None:
     return list(name) if name else None
 
 
-def _host_and_profile(profile: str, overrides: list[str]) -> tuple[Host, Profile]:
+def _host_and_profile(profile: str, overrides: list[str], accept_new_host_key: bool) -> tuple[Host, Profile]:
     from k26ctl.profile import load_profile
     from k26ctl.remote import connect
 
     loaded = load_profile(profile, overrides)
-    return connect(loaded.profile), loaded.profile
+    return connect(loaded.profile, accept_new_host_key=accept_new_host_key), loaded.profile
 
 
 @patch_app.command("list")
@@ -69,15 +75,16 @@ def list_cmd(json_out: bool = json_option()) -> None:
 
 @patch_app.command("status")
 def status_cmd(
-    profile: str = typer.Argument(..., help="Profile file or shipped profile name."),
+    profile: str = profile_argument(),
     overrides: list[str] = set_option(),
     name: list[str] = typer.Option([], "--name", "-n", help=NAME_HELP),
     json_out: bool = json_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """State of each patch on the profile's host: applied, pending, not-needed or refused."""
     from k26ctl.patches import patch_status
 
-    host, prof = _host_and_profile(profile, overrides)
+    host, prof = _host_and_profile(profile, overrides, accept_new_host_key)
     with host:
         states = patch_status(host, prof, _names(name))
     if json_out:
@@ -103,40 +110,42 @@ def _print_results(results: list[PatchResult], json_out: bool) -> None:
 
 
 def _change_locked(
-    action: PatchChange, profile: str, overrides: list[str], name: list[str]
+    action: PatchChange, profile: str, overrides: list[str], name: list[str], accept_new_host_key: bool
 ) -> list[PatchResult]:
     """Run apply or revert under the service's host lock, so a manual patch never races a deploy."""
     from k26ctl.deploy.session import operator
 
-    host, prof = _host_and_profile(profile, overrides)
+    host, prof = _host_and_profile(profile, overrides, accept_new_host_key)
     with host, host.lock(prof.service.name, holder=operator()):
         return action(host, prof, _names(name))
 
 
 @patch_app.command("apply")
 def apply_cmd(
-    profile: str = typer.Argument(..., help="Profile file or shipped profile name."),
+    profile: str = profile_argument(),
     overrides: list[str] = set_option(),
     name: list[str] = typer.Option([], "--name", "-n", help=NAME_HELP),
     json_out: bool = json_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """Apply patches on the profile's host (idempotent; refuses on a changed anchor)."""
     from k26ctl.patches import apply_patches
 
-    _print_results(_change_locked(apply_patches, profile, overrides, name), json_out)
+    _print_results(_change_locked(apply_patches, profile, overrides, name, accept_new_host_key), json_out)
 
 
 @patch_app.command("revert")
 def revert_cmd(
-    profile: str = typer.Argument(..., help="Profile file or shipped profile name."),
+    profile: str = profile_argument(),
     overrides: list[str] = set_option(),
     name: list[str] = typer.Option([], "--name", "-n", help=NAME_HELP),
     json_out: bool = json_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """Restore the original files on the profile's host (from the backup, else by inverting)."""
     from k26ctl.patches import revert_patches
 
-    _print_results(_change_locked(revert_patches, profile, overrides, name), json_out)
+    _print_results(_change_locked(revert_patches, profile, overrides, name, accept_new_host_key), json_out)
 
 
 @patch_app.command("check")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from k26ctl.cli.common import json_option, set_option
+from k26ctl.cli.common import accept_new_host_key_option, json_option, set_option
 
 if TYPE_CHECKING:
     from k26ctl.smoke.report import RequestResult, SmokeReport
@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         profile: str | None = typer.Argument(None, metavar="[PROFILE]", help="Profile naming the server."),
         overrides: list[str] = set_option(),
         url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+        accept_new_host_key: bool = accept_new_host_key_option(),
         model: str | None = typer.Option(None, "--model", help="Model name (default: from /v1/models)."),
         suite: str | None = typer.Option(
             None, "--suite", help="Suite file, or a shipped suite name (default, lab). Default: profile's."
@@ -83,6 +84,7 @@ def register(app: typer.Typer) -> None:
                 no_probes,
                 probe_positions,
                 quiet=as_json,
+                accept_new_host_key=accept_new_host_key,
             )
         except UnreachableError as exc:
             if junit is not None:  # CI still gets a report saying why nothing ran
@@ -153,6 +155,7 @@ def _run(
     no_probes: bool,
     probe_positions: int | None,
     quiet: bool,
+    accept_new_host_key: bool = False,
 ) -> SmokeReport:
     from k26ctl.cli.common import stderr_console
     from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
@@ -191,7 +194,9 @@ def _run(
     profile = loaded.profile
     options = options_from_profile(profile, **settings)
     suite = load_suite(suite_ref or profile.smoke.suite or "default")
-    with profile_target(profile, model=model, api_key_env=api_key_env) as target:
+    with profile_target(
+        profile, model=model, api_key_env=api_key_env, accept_new_host_key=accept_new_host_key
+    ) as target:
         if not quiet:
             console.print(
                 f"smoke: suite {for_rich(suite.name)} against {for_rich(profile.name)} "

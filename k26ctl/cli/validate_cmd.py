@@ -6,20 +6,27 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from k26ctl.cli.common import json_option, print_json, set_option
+from k26ctl.cli.common import (
+    accept_new_host_key_option,
+    json_option,
+    print_json,
+    profile_argument,
+    set_option,
+)
 
 if TYPE_CHECKING:
     from k26ctl.validate import ValidationReport
 
 
 def validate(
-    profile: str = typer.Argument(..., metavar="PROFILE", help="Profile file or shipped profile name."),
+    profile: str = profile_argument(),
     overrides: list[str] = set_option(),
     json_out: bool = json_option(),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     remote: bool = typer.Option(
         False, "--remote", help="Also run the host's own SGLang parser and systemd-analyze on the host."
     ),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """Validate a profile: SGLang flags, DFlash/DDTree rules, known bugs, the rendered unit.
 
@@ -38,7 +45,7 @@ def validate(
         print_json(report.to_json())
         raise typer.Exit(exc.exit_code) from None
     if remote:
-        report = validate_with_host(loaded.profile, strict=strict)
+        report = validate_with_host(loaded.profile, strict=strict, accept_new_host_key=accept_new_host_key)
     else:
         report = validate_profile(loaded.profile, strict=strict)
     if json_out:

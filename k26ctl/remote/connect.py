@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from k26ctl.errors import ConfigError
@@ -48,6 +47,9 @@ def _connect_registered(config: HostConfig, kind: str, name: str, accept_new: bo
 
 
 def _host_resolver(kind: str) -> Callable[[str], SSHTarget]:
+    # importlib.metadata scans every installed distribution: only paid when such a host is used
+    from importlib.metadata import entry_points
+
     found = entry_points(group=HOSTS_GROUP, name=kind)
     if not found:
         raise ConfigError(

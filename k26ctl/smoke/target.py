@@ -60,9 +60,16 @@ def server_url(host: Host, profile: Profile) -> Iterator[str]:
 
 @contextmanager
 def profile_target(
-    profile: Profile, *, model: str | None = None, api_key_env: str | None = None
+    profile: Profile,
+    *,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    accept_new_host_key: bool = False,
 ) -> Iterator[SmokeTarget]:
     """Connect to the profile's host and forward a local port to its SGLang server."""
     api_key = api_key_from_env(api_key_env or profile.sglang.api_key_env)
-    with connect(profile) as host, server_url(host, profile) as url:
+    with (
+        connect(profile, accept_new_host_key=accept_new_host_key) as host,
+        server_url(host, profile) as url,
+    ):
         yield SmokeTarget(url, model, api_key)

@@ -78,7 +78,9 @@ def validate_against_host(
     return finish(findings, strict=False)
 
 
-def validate_with_host(profile: Profile, *, strict: bool = False) -> ValidationReport:
+def validate_with_host(
+    profile: Profile, *, strict: bool = False, accept_new_host_key: bool = False
+) -> ValidationReport:
     """The local checks, then the host's own; the host is not contacted while local errors remain
     (an info finding says so), since its parser would only repeat them. The host's parser reports
     its SGLang version: when the profile does not name one, the local rules run again with it."""
@@ -86,7 +88,7 @@ def validate_with_host(profile: Profile, *, strict: bool = False) -> ValidationR
     if not report.valid:
         skipped = Finding("info", "remote/skipped", "host checks skipped: fix the local errors first", "")
         return merge_findings(report, [skipped], strict=strict)
-    with connect(profile) as host:
+    with connect(profile, accept_new_host_key=accept_new_host_key) as host:
         remote, version = remote_findings_and_version(host, profile)
     if profile.sglang.version is None and version:
         local, _ = collect_findings(with_host_version(profile, version))
