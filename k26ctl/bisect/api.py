@@ -48,6 +48,7 @@ class Context:
     reporter: Reporter | None = None
     note: Callable[[str], None] = field(default=lambda message: None)
     on_deploy_event: Callable[[Any], None] | None = None
+    accept_new_host_key: bool = False
     state_directory: Path | None = None
     run_recorded_command: bool = False  # replay: the operator allows the log's --run CMD (still confirmed)
 
@@ -152,7 +153,13 @@ def _validate(loaded: LoadedProfile) -> None:
 def _runner(spec: SessionSpec, prepared: Prepared, ctx: Context) -> DeployingStepRunner:
     judge = CommandJudge(spec.run, session=ctx.session, cwd=spec.cwd) if spec.run else None
     deployer = (
-        HostDeployer(smoke_in_deploy=judge is None, on_event=ctx.on_deploy_event) if spec.deploy else None
+        HostDeployer(
+            smoke_in_deploy=judge is None,
+            on_event=ctx.on_deploy_event,
+            accept_new_host_key=ctx.accept_new_host_key,
+        )
+        if spec.deploy
+        else None
     )
     return DeployingStepRunner(
         base=prepared.base,
@@ -199,7 +206,7 @@ def start(spec: SessionSpec, ctx: Context) -> SearchResult:
     with session.locked():
         _refuse_existing(session)
         if spec.deploy:
-            spec.original = capture_live(prepared.base)
+            spec.original = capture_live(prepared.base, accept_new_host_key=ctx.accept_new_host_key)
         session.create(spec)
         return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
 
@@ -237,7 +244,7 @@ def replay(path: Path, ctx: Context) -> SearchResult:
         if not plan_done:
             _confirm(ctx, f"The log does not finish the search of {prepared.description}: deploy the rest?")
             if spec.deploy:
-                spec.original = capture_live(prepared.base)
+                spec.original = capture_live(prepared.base, accept_new_host_key=ctx.accept_new_host_key)
                 session.create_keep_log(spec)
         return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
 
@@ -303,7 +310,12 @@ def reset(ctx: Context, *, restore: bool = True) -> ResetResult:
             assert profile is not None
             base = load_profile(profile, spec.sets)
             _confirm(ctx, "Restore the unit and patches that were live before the search, and restart?")
-            result = restore_live(base, spec.original, on_event=ctx.on_deploy_event)
+            result = restore_live(
+                base,
+                spec.original,
+                on_event=ctx.on_deploy_event,
+                accept_new_host_key=ctx.accept_new_host_key,
+            )
             if not result.ready:
                 raise K26Error(
                     f"reset: {result.message}; the session is kept",

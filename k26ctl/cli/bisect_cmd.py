@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from k26ctl.cli.common import json_option, set_option, yes_option
+from k26ctl.cli.common import accept_new_host_key_option, json_option, set_option, yes_option
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,6 +84,7 @@ def register(app: typer.Typer) -> None:
         ),
         yes: bool = yes_option(),
         as_json: bool = json_option(),
+        accept_new_host_key: bool = accept_new_host_key_option(),
     ) -> None:
         from k26ctl.bisect import api
         from k26ctl.cli.common import print_json
@@ -99,6 +100,7 @@ def register(app: typer.Typer) -> None:
             reporter=printer,
             note=printer.note,
             on_deploy_event=printer.deploy_event,
+            accept_new_host_key=accept_new_host_key,
         )
         search_flags = {
             "--param": param,
