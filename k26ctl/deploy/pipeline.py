@@ -40,7 +40,7 @@ from k26ctl.deploy.wait import ReadinessResult, check_ready_once, read_unit_stat
 from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.profile import LoadedProfile
 from k26ctl.render import render_unit, unit_name
-from k26ctl.validate import ensure_valid
+from k26ctl.validate import ValidationReport, ensure_unit_verifies, ensure_valid
 from k26ctl.validate.checks import validate_against_host
 
 T = TypeVar("T")
@@ -62,10 +62,13 @@ def deploy(
     log = StepLog(on_event)
     untouched = "interrupted before any change: the host was not touched"
     result: DeployResult | None = None
+    unit_check: Future[ValidationReport] | None = None
     try:
         with log.step("validate", "validating the profile"):
-            ensure_valid(profile)
+            ensure_valid(profile, systemd=False)
             desired = render_unit(profile)
+            # systemd-analyze verify is most of validation's time: it runs while the host is connected
+            unit_check = _background(ensure_unit_verifies, profile, desired)
         result = DeployResult(profile=profile.name or "", host="", unit=unit_name(profile))
         with open_service(
             profile,
@@ -76,6 +79,7 @@ def deploy(
             lock_wait=opts.lock_wait,
             connect=connect,
         ) as run:
+            unit_check.result()  # a unit systemd rejects stops the run before anything is read
             try:
                 _run(run, opts)
             except K26Error as exc:
@@ -84,6 +88,10 @@ def deploy(
                 raise _lost_connection(run, exc) from None
     except KeyboardInterrupt:  # before apply: nothing was touched (apply raises Interrupted)
         raise Interrupted(untouched) from None
+    except K26Error:
+        if unit_check is not None:
+            unit_check.result()  # a unit systemd rejects is reported first, even if the host is not
+        raise
     finally:
         if result is not None:
             result.steps = log.steps

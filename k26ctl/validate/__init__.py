@@ -7,7 +7,13 @@ strings them together into the entry points re-exported here.
 
 from __future__ import annotations
 
-from k26ctl.validate.checks import collect_findings, ensure_valid, validate_profile, validate_with_host
+from k26ctl.validate.checks import (
+    collect_findings,
+    ensure_unit_verifies,
+    ensure_valid,
+    validate_profile,
+    validate_with_host,
+)
 from k26ctl.validate.findings import Finding, Level, ValidationReport, merge_findings
 from k26ctl.validate.on_host import remote_findings
 from k26ctl.validate.options import (
@@ -35,6 +41,7 @@ __all__ = [
     "ReleaseCatalog",
     "ValidationReport",
     "collect_findings",
+    "ensure_unit_verifies",
     "ensure_valid",
     "interpret_verify",
     "known_patch_names",

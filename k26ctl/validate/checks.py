@@ -43,9 +43,20 @@ def validate_profile(profile: Profile, *, strict: bool = False, systemd: bool = 
     return finish(findings, strict)
 
 
-def ensure_valid(profile: Profile, *, strict: bool = False) -> ValidationReport:
-    """Validate, raising ConfigError (exit 78) naming the first error when the profile is not valid."""
-    report = validate_profile(profile, strict=strict)
+def ensure_valid(profile: Profile, *, strict: bool = False, systemd: bool = True) -> ValidationReport:
+    """Validate, raising ConfigError (exit 78) naming the first error when the profile is not valid.
+    With systemd=False the rendered unit is left for `ensure_unit_verifies` (deploy runs it alongside
+    the connection)."""
+    return _raise_first_error(validate_profile(profile, strict=strict, systemd=systemd))
+
+
+def ensure_unit_verifies(profile: Profile, unit_text: str) -> ValidationReport:
+    """`systemd-analyze verify` of the rendered unit here, raising ConfigError on its errors."""
+    findings = verify_unit_locally(unit_text, unit_name(profile), render_launch(profile).argv[0])
+    return _raise_first_error(finish(findings, False))
+
+
+def _raise_first_error(report: ValidationReport) -> ValidationReport:
     if not report.valid:
         first = report.errors[0]
         more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
