@@ -114,7 +114,7 @@ def shipped_suites() -> list[str]:
 def resolve_suite_path(name_or_path: str | Path) -> Path:
     """A path is used as is; a bare name (no directory, no suffix) means a shipped suite."""
     path = Path(name_or_path)
-    if path.exists():
+    if path.exists() or path.is_symlink():  # a dangling or looping link: the reader says why
         return path
     if len(path.parts) == 1 and not path.suffix:
         shipped = suites_dir() / f"{path.name}.yaml"
