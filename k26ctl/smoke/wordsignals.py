@@ -121,15 +121,16 @@ def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
 
 
 def _salad_tail(text: str, words: list[Word], lang: str, unknown: list[Word]) -> list[Finding]:
-    """A text that starts as sentences and ends as a string of words: its last SALAD_TAIL_WORDS words
-    hold almost no function words and some non-words."""
+    """A text that starts as sentences and ends as a run-on string of words: its last SALAD_TAIL_WORDS
+    words hold almost no function words and some non-words (an ending list of names, packages or
+    commands has few words per line)."""
     if len(words) < 2 * SALAD_TAIL_WORDS:
         return []
     tail = words[-SALAD_TAIL_WORDS:]
     function = lexicon.function_words(lang)
     share = sum(w.text.lower() in function for w in tail) / len(tail)
     odd = [w for w in unknown if w.start >= tail[0].start]
-    if share >= SALAD_FUNCTION_SHARE_TAIL or len(odd) < 2:
+    if share >= SALAD_FUNCTION_SHARE_TAIL or len(odd) < 2 or not _runs_on(text[tail[0].start :], tail):
         return []
     start = tail[0].start
     return [
