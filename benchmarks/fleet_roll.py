@@ -7,8 +7,9 @@ Brings up a lab fleet (NAME-1..NAME-N behind a real sglang-router on loopback, s
 budget 7), then per round:
 1. single: `k26ctl.deploy.deploy` of patched budget 16 to each member in turn (restart, readiness,
    smoke forced, as the roll does): the sum of their wall times. Then back to budget 7 the same way.
-2. roll: the fleet roll of the same change (plan, then per member remove, drain, deploy, add, soak),
-   with chat load through the router (bounded: at most 5000 requests, 600 s) to show what clients see.
+2. roll: the fleet roll of the same change (plan, then per member remove, drain, deploy, add, soak).
+Both run while chat load goes through the router (bounded: at most 5000 requests, 600 s each), so both
+share the CPU with it, and the load's failures show what clients see in each case.
 Overhead per member = (roll wall - sum of single deploys) / N, with the roll's own per-step times.
 The soak is set to 0 for the comparison (it is a chosen wait, not overhead) and reported separately.
 """
@@ -61,8 +62,8 @@ def fleet_roll(fleet_file: str, overrides: list[str], soak: float) -> dict[str, 
     return {"wall": result.wall_seconds, "steps": {k: round(statistics.mean(v), 3) for k, v in steps.items()}}
 
 
-def roll_under_load(fleet_file: str, router_url: str) -> tuple[dict[str, Any], Any]:
-    """The roll to patched budget 16 (soak 0) while chat load runs through the router."""
+def under_load(router_url: str, work: Any) -> tuple[Any, Any]:
+    """`work()` while chat load runs through the router (bounded: 5000 requests, 600 s)."""
     from k26ctl.lab.load import run_load
 
     stop = threading.Event()
@@ -74,11 +75,11 @@ def roll_under_load(fleet_file: str, router_url: str) -> tuple[dict[str, Any], A
     loader = threading.Thread(target=load)
     loader.start()
     try:
-        roll = fleet_roll(fleet_file, PATCHED, soak=0.0)
+        out = work()
     finally:
         stop.set()
         loader.join()
-    return roll, box["report"]
+    return out, box["report"]
 
 
 def main() -> int:
@@ -99,11 +100,14 @@ def main() -> int:
     rounds = []
     try:
         for _ in range(args.rounds):
-            singles = single_deploys(state.fleet_file, PATCHED)
+            # the same load runs through the router in both: the CPU is shared, so both pay for it
+            singles, single_report = under_load(
+                state.router_url, lambda: single_deploys(state.fleet_file, PATCHED)
+            )
             single_deploys(state.fleet_file, BUDGET7)
-            t0 = time.time()
-            roll, report = roll_under_load(state.fleet_file, state.router_url)
-            t1 = time.time()
+            roll, report = under_load(
+                state.router_url, lambda: fleet_roll(state.fleet_file, PATCHED, soak=0.0)
+            )
             single_deploys(state.fleet_file, BUDGET7)  # back to the start for the next round
             rounds.append(
                 {
@@ -112,7 +116,8 @@ def main() -> int:
                     "roll_wall": roll["wall"],
                     "roll_steps": roll["steps"],
                     "overhead_per_member": (roll["wall"] - sum(singles)) / args.size,
-                    "load_during_roll": report.summary(report.select(t0, t1)),
+                    "load_during_roll": report.summary(report.samples),
+                    "load_during_singles": single_report.summary(single_report.samples),
                 }
             )
     finally:
@@ -136,6 +141,10 @@ def main() -> int:
         )
         print(f"  roll steps (mean per member, s): {r['roll_steps']}")
         print(f"  load through the router during the roll: {r['load_during_roll']}")
+        print(
+            f"  load through the router during the single deploys (members stay in the router): "
+            f"{r['load_during_singles']}"
+        )
     return 0
 
 
