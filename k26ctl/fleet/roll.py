@@ -404,19 +404,20 @@ class Roll:
         return ""
 
     def resync(self) -> None:
-        """Make the router's list match the record: in-service members listed, the others not."""
+        """Make the router's list match the record: in-service members listed, the others not. The
+        list is read under the same lock as the roll's own router changes, so it is never stale."""
         assert self.record is not None
-        try:
-            listed = {w.url for w in self.router.workers()}
-        except K26Error:
-            return
-        for member in self.members:
-            with self._lock:
+        with self._lock:
+            try:
+                listed = {w.url for w in self.router.workers()}
+            except K26Error:
+                return
+            for member in self.members:
                 phase = self.record.members[member.name].phase
                 if phase in rec.IN_SERVICE and member.url not in listed:
                     self._emit("resync", member.name, "in service but not listed by the router: adding it")
-                    try:
-                        self.router.add(member.url, timeout=self.opts.add_timeout)
+                    try:  # bounded: the roll waits for this lock
+                        self.router.add(member.url, timeout=min(self.opts.add_timeout, 30.0))
                     except K26Error as exc:
                         self._emit("warning", member.name, f"resync could not add it: {exc.message}")
                 elif phase in rec.OUT_OF_SERVICE and member.url in listed:
