@@ -38,6 +38,8 @@ def progress(event: Any) -> None:
         line = f"{who}{event.message}" + (f": {detail}" if detail and detail not in event.message else "")
     elif event.kind == "step":
         return
+    elif event.kind in ("done", "halt"):
+        line = f"roll {'finished' if event.kind == 'done' else 'stopped'}: {event.message}"
     else:
         line = f"{who}{event.kind}: {event.message}"
     print(line, file=sys.stderr, flush=True)
