@@ -495,7 +495,7 @@ _UNKNOWN_SHARE = 0.3
 
 
 # Letters and digits; modifier letters (Arabic tatweel, spacing marks) stretch text but carry no content.
-_CONTENT_CHAR = regex.compile(r"[\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]")
+_NOT_CONTENT = regex.compile(r"[^\p{Lu}\p{Ll}\p{Lt}\p{Lo}\p{N}]+")
 
 
 def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
@@ -511,7 +511,7 @@ def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
         return []
 
     def letter_share(chars: str) -> float:
-        return len(_CONTENT_CHAR.findall(chars)) / max(len(chars), 1)
+        return len(_NOT_CONTENT.sub("", chars)) / max(len(chars), 1)
 
     whole = letter_share(visible)
     if whole < 0.3:

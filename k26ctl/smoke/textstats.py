@@ -25,7 +25,7 @@ INVISIBLE = frozenset(
 
 
 _WIDE = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
-_LETTER = regex.compile(r"\p{L}")
+_NOT_LETTER = regex.compile(r"\P{L}+")
 _CJK_LETTER = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]")
 _HIDDEN_OR_BLANK = regex.compile("[\\s" + "".join(sorted(INVISIBLE)) + "]+")
 
@@ -94,7 +94,7 @@ def script_of(ch: str) -> str:
 
 
 def cjk_ratio(text: str) -> float:
-    letters = len(_LETTER.findall(text))
+    letters = len(_NOT_LETTER.sub("", text))
     if not letters:
         return 0.0
     return len(_CJK_LETTER.findall(text)) / letters
