@@ -114,18 +114,20 @@ def summarise_healthy(
 ) -> None:
     print(f"\n## {label}: near-tie {setting}")
     print(
-        "| profile | runs passed | mismatches/run (mean, max) | max in one answer | share max "
-        "| diverged pairs/run |"
+        "| profile | runs passed | probes passed | mismatches/run (mean, max) | max in one answer "
+        "| share max | diverged pairs/run | other failing checks |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for profile, rows in results.items():
         mism = [r["mismatches"] for r in rows]
         share = max(r["mismatches"] / r["checked"] for r in rows)
         print(
             f"| {profile} | {sum(passed_under(rule, r) for r in rows)}/{len(rows)} | "
+            f"{sum(not probes_fail(rule, r) for r in rows)}/{len(rows)} | "
             f"{statistics.mean(mism):.2f}, {max(mism)} | {max(r['max_per_answer'] for r in rows)} | "
             f"{share:.2%} | "
-            f"{statistics.mean(r['diverged_pairs'] for r in rows):.2f} |"
+            f"{statistics.mean(r['diverged_pairs'] for r in rows):.2f} | "
+            f"{', '.join(sorted({d for r in rows for d in r['failing']} - _PROBE_DERIVED)) or 'none'} |"
         )
 
 

@@ -82,9 +82,11 @@ class PassRule:
     The rule fails a run when one answer has more than `max_per_answer` mismatches in its probed
     positions, or when more than `max_share` of all probes mismatch (a bug spread thinly over many
     answers; never fewer mismatches than one answer may have). How it was set, with the lab's near-tie
-    switch (benchmarks/probe_calibration.py, figures in benchmarks/README.md): healthy configurations
-    with near ties flipping showed at most 2 mismatches in one answer and well under 2 % overall, and
-    every broken lab variant had an answer with more than 2 (most with 10 or more, from token 1 on).
+    switch (benchmarks/probe_calibration.py; figures in benchmarks/README.md, "Self-consistency probes"):
+    over 60 healthy lab runs (NONE, budget 7, patched budget 16) with about 0.3 % of greedy tokens
+    flipping per pass, one answer never showed more than 3 mismatches and no run more than 1.75 % (a
+    first version allowing 2 per answer failed one of them); every broken lab variant had an answer
+    far above 3, from token 1 or 2 on.
     """
 
     max_per_answer: int = 3
