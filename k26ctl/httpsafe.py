@@ -29,6 +29,7 @@ from typing import Any
 import httpcore
 import httpx
 
+_INFLATE_STEP = 1 << 20  # inflate at most this much per call: peak memory is the cap plus one step
 DEFAULT_MAX_BODY = 8 << 20  # a chat completion or a model list is a few KB; 8 MB is generous
 _ACCEPT_ENCODING = "gzip, deflate"
 
@@ -187,7 +188,7 @@ class _Inflater:
         while data:
             room = self._budget - len(self._out) + 1  # one byte over the budget proves the overflow
             try:
-                out = self._obj.decompress(data, room)
+                out = self._obj.decompress(data, min(room, _INFLATE_STEP))
             except zlib.error as exc:
                 if self._coding == "deflate" and not self._raw_deflate_tried and not self._out:
                     # Some servers send raw deflate without the zlib header.

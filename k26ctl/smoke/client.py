@@ -66,7 +66,7 @@ class TokenCompletion:
     output_ids: list[int]
 
 
-MAX_BODY = 16 << 20  # a 4096-token answer is well under 100 KB; room for long reasoning and batches
+MAX_BODY = 8 << 20  # a 4096-token answer is well under 100 KB; room for long reasoning and batches
 
 
 class SGLangClient:
