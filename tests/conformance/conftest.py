@@ -1,94 +1,19 @@
-"""Real SGLang release sources for the conformance tests: each wheel fetched once with `pip download
---no-deps` into the user cache (as the patch tests do) and its Python sources unpacked once a session.
-Without the package index the tests skip; they never fall back to anything invented."""
+"""Fixtures of the conformance tests: real SGLang release sources (skipped without the package index),
+SGLang's protocol models per release, and the lab server as the lab profiles run it."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import types
-import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from k26ctl.errors import UnreachableError
-
-VERSIONS = ("0.5.15", "0.5.23")
-
-pytestmark = pytest.mark.network_sglang
-
-
-class Sources:
-    """One release's `sglang/` tree (Python files only)."""
-
-    def __init__(self, version: str, root: Path) -> None:
-        self.version = version
-        self.root = root  # the sglang/ directory
-
-    def text(self, relative: str) -> str:
-        return (self.root / relative).read_text(encoding="utf-8")
-
-    def files_containing(self, literal: str, under: str = "srt") -> list[str]:
-        found = []
-        for path in sorted((self.root / under).rglob("*.py")):
-            if literal in path.read_text(encoding="utf-8", errors="replace"):
-                found.append(str(path.relative_to(self.root)))
-        return found
-
-
-_CACHE: dict[str, Sources] = {}
-
-
-def release_sources(version: str, base: Path) -> Sources:
-    from k26ctl.patches.release import fetch_wheel
-
-    if version not in _CACHE:
-        try:
-            wheel = fetch_wheel(version)
-        except UnreachableError as exc:
-            pytest.skip(f"pip cannot fetch sglang=={version}: {exc.message}")
-        dest = base / version
-        with zipfile.ZipFile(wheel) as archive:
-            names = [n for n in archive.namelist() if n.startswith("sglang/") and n.endswith(".py")]
-            archive.extractall(dest, names)
-        _CACHE[version] = Sources(version, dest / "sglang")
-    return _CACHE[version]
+from tests.conformance.sources import VERSIONS, Sources, load_protocol, release_sources
 
 
 @pytest.fixture(scope="session", params=VERSIONS)
 def sources(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Sources:
     return release_sources(str(request.param), tmp_path_factory.getbasetemp() / "sglang-sources")
-
-
-def load_protocol(src: Sources) -> Any:
-    """SGLang's own OpenAI protocol module (entrypoints/openai/protocol.py), loaded in isolation: its
-    only SGLang import, `sglang.utils.convert_json_schema_to_str`, is served by a stand-in for the
-    duration of the import (the rest of SGLang needs a GPU stack)."""
-    name = f"_sglang_protocol_{src.version.replace('.', '_')}"
-    if name in sys.modules:
-        return sys.modules[name]
-    saved = {key: sys.modules.get(key) for key in ("sglang", "sglang.utils")}
-    package = types.ModuleType("sglang")
-    package.__path__ = []
-    utils = types.ModuleType("sglang.utils")
-    utils.convert_json_schema_to_str = lambda schema: str(schema)  # type: ignore[attr-defined]
-    sys.modules.update({"sglang": package, "sglang.utils": utils})
-    try:
-        spec = importlib.util.spec_from_file_location(name, src.root / "srt/entrypoints/openai/protocol.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                sys.modules.pop(key, None)
-            else:
-                sys.modules[key] = value
-    return module
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +27,7 @@ def protocol(sources: Sources) -> Any:
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The lab server as k26ctl's lab profiles run it: DDTree budget 7, the kimi_k2 reasoning parser."""
     pytest.importorskip("torch", reason="the lab server needs torch (lab extra)")
-    from tests.lab_server.conftest import start_server
+    from tests.lab_server.helpers import start_server
 
     server = start_server(
         tmp_path_factory.mktemp("conformance-lab"),

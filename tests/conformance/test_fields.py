@@ -7,8 +7,7 @@ import pytest
 from k26ctl.smoke import client
 from k26ctl.smoke.responses import MetaInfo
 from k26ctl.validate import load_catalog
-
-from .conftest import Sources
+from tests.conformance.sources import Sources
 
 pytestmark = pytest.mark.network_sglang
 

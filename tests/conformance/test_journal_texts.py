@@ -9,8 +9,7 @@ import pytest
 
 from k26ctl.deploy import journal_scan
 from k26ctl.deploy.journal_scan import READY_TEXT, fatal_pattern, parse_load_seconds, parse_progress
-
-from .conftest import Sources
+from tests.conformance.sources import Sources
 
 pytestmark = pytest.mark.network_sglang
 
