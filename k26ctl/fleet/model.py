@@ -52,6 +52,7 @@ class OwnedRouter(_Model):
     health_success_threshold: int = Field(default=1, ge=1)
     request_timeout_secs: int = Field(default=600, ge=1)
     tokenizer_path: str | None = None  # without it the router's hub lookup is pointed at a closed port
+    extra_args: list[str] = Field(default_factory=list)  # e.g. --control-plane-api-keys id:name:admin:KEY
 
     def argv(self, executable: str = "sglang-router") -> list[str]:
         argv = [
@@ -67,7 +68,14 @@ class OwnedRouter(_Model):
         ]  # fmt: skip
         if self.tokenizer_path:
             argv += ["--tokenizer-path", self.tokenizer_path]
-        return argv
+        return [*argv, *self.extra_args]
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_static_workers(cls, value: list[str]) -> list[str]:
+        if any(arg.startswith("--worker-urls") for arg in value):
+            raise ValueError("no --worker-urls: the roll owns the router's worker list")
+        return value
 
 
 class RouterConfig(_Model):

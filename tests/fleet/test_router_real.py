@@ -107,3 +107,24 @@ def test_an_unreachable_router_is_exit_69(tmp_path: Path) -> None:
         with pytest.raises(Exception) as info:
             dead.workers()
         assert getattr(info.value, "exit_code", None) == 69
+
+
+def test_a_router_with_an_admin_key_refuses_the_adapter_without_it(tmp_path: Path) -> None:
+    owned = OwnedRouter(
+        port=free_port(),
+        prometheus_port=free_port(),
+        extra_args=["--control-plane-api-keys", "k1:ops:admin:s3cret"],
+    )
+    proc = start_router(owned, tmp_path / "router.log")
+    worker = StubWorker()
+    try:
+        url = f"http://127.0.0.1:{owned.port}"
+        with Router(url) as anonymous, pytest.raises(RouterError) as refused:
+            anonymous.workers()
+        assert refused.value.exit_code == 77 and "admin_key_env" in (refused.value.hint or "")
+        with Router(url, admin_key="s3cret") as admin:
+            assert admin.add(worker.url, timeout=20).healthy
+            assert admin.remove(worker.url)
+    finally:
+        worker.close()
+        stop_router(proc.pid)
