@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import TOKENIZER
+from tests.lab_server.helpers import TOKENIZER
 
 pytestmark = pytest.mark.lab
 
