@@ -630,6 +630,10 @@ _GLUED_ROLE = re.compile(
 )
 _TRANSCRIPT = re.compile(r"\s*(?:system|user)[ \t]*\n")
 _ROLE_TURN = re.compile(r"(?:^|\n|</\w+>)\s*(Human|### Instruction|### Human|<\|user\|>|USER):", re.MULTILINE)
+# _GLUED_ROLE and _ROLE_TURN start with look-arounds or alternations, which the regex engine tries at
+# every position of a multi-megabyte answer; these literal-led patterns find where they can match.
+_ROLE_WORD_AT_LINE_END = re.compile(r"(?:assistant|user|model)[ \t]*(?:\n|$)")
+_TURN_LABEL = re.compile(r"(?:Human|### Instruction|### Human|<\|user\|>|USER):")
 
 
 def detect_special_tokens(text: str, prompt: str | None = None) -> list[Finding]:
@@ -664,7 +668,7 @@ def detect_special_tokens(text: str, prompt: str | None = None) -> list[Finding]
                 "a stray </think> inside the answer (thinking leaked or the reasoning split failed)",
             )
         )
-    glued = _GLUED_ROLE.search(text)
+    glued = _GLUED_ROLE.search(text) if _ROLE_WORD_AT_LINE_END.search(text) else None
     transcript = _TRANSCRIPT.match(text) is not None
     echoed = prompt is not None and glued is not None and glued.group().strip() in prompt
     if glued and text[: glued.start()].strip() and not transcript and not echoed:
@@ -679,7 +683,7 @@ def detect_special_tokens(text: str, prompt: str | None = None) -> list[Finding]
                 "not honoured)",
             )
         )
-    turn = _ROLE_TURN.search(text)
+    turn = _ROLE_TURN.search(text) if _TURN_LABEL.search(text) else None
     if (
         turn
         and turn.start() > 0

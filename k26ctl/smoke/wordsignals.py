@@ -286,8 +286,10 @@ def detect_tokenizer_leak(text: str) -> list[Finding]:
     """BPE space/newline markers glued to words, byte tokens such as <0x0A>, and mojibake (UTF-8 bytes
     shown as Latin-1 or as the byte-level BPE alphabet, ftfy's `badness` > 0 with `is_bad`)."""
     findings: list[Finding] = []
-    markers = list(_BPE_MARKER.finditer(text))
-    byte_tokens = list(_BYTE_TOKEN.finditer(text))
+    # The look-around pattern is slow over a long text: run it only where a marker character occurs.
+    has_marker = "\u0120" in text or "\u010a" in text or "\u2581" in text
+    markers = list(_BPE_MARKER.finditer(text)) if has_marker else []
+    byte_tokens = list(_BYTE_TOKEN.finditer(text)) if "<0x" in text else []
     if len(markers) >= BPE_MARKERS or byte_tokens:
         hits = sorted(markers + byte_tokens, key=lambda m: m.start())
         start, end = hits[0].start(), hits[-1].end()
