@@ -173,12 +173,13 @@ class Fleet(BaseModel):
 
 
 def _read(path: Path) -> object:
+    from k26ctl import inputs, yamlsafe
+
+    text = inputs.read_text(
+        path, what="fleet file", max_bytes=inputs.MAX_PROFILE_BYTES, hint="check the path"
+    )
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"fleet file not found: {path}", "check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+        return yamlsafe.load(text, str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -187,12 +188,14 @@ def _read(path: Path) -> object:
 
 def is_fleet_file(path: str | Path) -> bool:
     """A YAML file whose top-level mapping has the key `fleet` (profiles never do)."""
+    from k26ctl import inputs
+
     path = Path(path)
-    if not path.is_file():
+    if not path.is_file():  # FIFOs, devices and directories are left to the profile reader's refusal
         return False
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        head = inputs.read_text(path, what="fleet file", max_bytes=inputs.MAX_PROFILE_BYTES)
+    except ConfigError:
         return False
     if not any(line.startswith("fleet:") for line in head.splitlines()):
         return False

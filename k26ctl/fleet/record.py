@@ -121,13 +121,17 @@ class LocalStore:
         return self.dir / "run.json"
 
     def load(self) -> RunRecord | None:
-        try:
-            return RunRecord.from_json(json.loads(self.path.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError, KeyError) as exc:
-            from k26ctl.errors import ConfigError
+        from k26ctl import inputs, jsonsafe
+        from k26ctl.errors import ConfigError
 
+        if not os.path.lexists(self.path):
+            return None
+        text = inputs.read_text(
+            self.path, what="fleet run record", max_bytes=inputs.MAX_DATA_BYTES, hint="move it away"
+        )
+        try:
+            return RunRecord.from_json(jsonsafe.loads(text))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ConfigError(f"fleet run record {self.path} is damaged: {exc}", "move it away") from None
 
     def save(self, record: RunRecord) -> None:

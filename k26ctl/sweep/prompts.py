@@ -21,9 +21,14 @@ PROMPTS_FILE = Path(__file__).with_name("prompts.yaml")
 
 def load_prompts(path: Path | None = None) -> list[list[dict[str, str]]]:
     where = path or PROMPTS_FILE
+    from k26ctl import inputs, yamlsafe
+
+    text = inputs.read_text(
+        where, what="prompts file", max_bytes=inputs.MAX_DATA_BYTES, hint="give a YAML list"
+    )
     try:
-        data: Any = yaml.safe_load(where.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data: Any = yamlsafe.load(text, str(where))
+    except yaml.YAMLError as exc:
         raise UsageError(
             f"cannot read prompts {where}: {exc}", "give a YAML list of {messages: [...]}"
         ) from None

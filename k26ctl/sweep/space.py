@@ -61,8 +61,10 @@ def parse_values(spec: str, key: str) -> list[Any]:
         return list(range(lo, hi + direction, direction * step))
     text = spec.strip()
     if text.startswith("["):
+        from k26ctl import yamlsafe
+
         try:
-            listed = yaml.safe_load(text)
+            listed = yamlsafe.load(text, f"--param {key}")
         except yaml.YAMLError:
             listed = None
         if not isinstance(listed, list):

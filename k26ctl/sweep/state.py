@@ -173,14 +173,22 @@ class SweepSession:
             path.unlink(missing_ok=True)
 
     def spec(self) -> SweepSpec:
-        try:
-            document = json.loads(self.spec_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        from k26ctl import inputs, jsonsafe
+
+        if not os.path.lexists(self.spec_path):
             raise UsageError(
                 f"no sweep session {self.name!r} in {self.directory}",
                 "start one: k26ctl sweep PROFILE --param KEY=SPEC",
-            ) from None
-        except (OSError, ValueError) as exc:
+            )
+        text = inputs.read_text(
+            self.spec_path,
+            what="sweep session",
+            max_bytes=inputs.MAX_PROFILE_BYTES,
+            hint="remove it to start over",
+        )
+        try:
+            document = jsonsafe.loads(text)
+        except ValueError as exc:
             raise K26Error(f"cannot read {self.spec_path}: {exc}", "remove it to start over") from None
         if not isinstance(document, dict) or not isinstance(document.get("spec"), dict):
             raise K26Error(f"{self.spec_path} is not a sweep session", "remove it to start over")
@@ -211,16 +219,20 @@ class SweepSession:
         self._append(record.to_json())
 
     def _records(self) -> list[dict[str, Any]]:
-        try:
-            lines = self.log_path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
+        from k26ctl import inputs, jsonsafe
+
+        if not os.path.lexists(self.log_path):
             return []
+        text = inputs.read_text(
+            self.log_path, what="sweep log", max_bytes=inputs.MAX_DATA_BYTES, hint="remove the session"
+        )
+        lines = text.splitlines()
         parsed = []
         for number, line in enumerate(lines):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = jsonsafe.loads(line)
             except ValueError:
                 if number == len(lines) - 1:
                     break
