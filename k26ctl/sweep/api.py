@@ -112,6 +112,18 @@ def controls_for(loaded: LoadedProfile) -> list[Control]:
     return found
 
 
+BUDGET_KEY = "spec.ddtree.budget"
+
+
+def break_points(loaded: LoadedProfile) -> dict[str, Any]:
+    """Where throughput along a key is known not to be unimodal: a DDTree budget of block size - 1 is
+    the full draft chain; one node more makes a width-2 tree and throughput dips (see search.py)."""
+    spec = loaded.profile.spec
+    if spec.algorithm != SpecAlgorithm.DDTREE or not spec.block_size or spec.block_size < 2:
+        return {}
+    return {BUDGET_KEY: spec.block_size - 1}
+
+
 def start_point(loaded: LoadedProfile, params: Sequence[Param]) -> Assignment:
     flat = flatten(loaded.profile.model_dump(mode="json"))
     return {p.key: flat.get(p.key) for p in params}
@@ -141,7 +153,7 @@ def prepare(spec: SweepSpec) -> Prepared:
     controls = controls_for(base) if spec.controls else []
     for point in [start, *(c.assignment for c in controls)]:
         ensure_valid(with_assignment(base, point).profile)
-    planner = SweepPlanner(params, start, controls, rounds=spec.rounds)
+    planner = SweepPlanner(params, start, controls, rounds=spec.rounds, breaks=break_points(base))
     prompts = [render(messages, spec.template) for messages in load_prompts()]
     load = LoadSpec(prompts, list(spec.concurrency), spec.requests_per_level, spec.max_new_tokens)
     return Prepared(base, planner, spec.objective_obj(), load)

@@ -13,6 +13,15 @@ search over the values in the order given, using two facts about speculative set
 - the coherent values form one contiguous range along a knob (bisect-config assumes one change;
   the unpatched lab breaks on both sides of budget 7): an incoherent point with a coherent one on
   its other side condemns everything beyond it, without deploying it.
+Known structure breaks unimodality along the DDTree budget: at budget = block size - 1 the tree is
+the full draft chain, and one node more turns it into a width-2 tree whose first extra branch adds
+verify rows but little acceptance, so throughput dips right after the chain length (on the lab and on
+GPUs). A key can therefore carry a break point (`breaks`): the values above it are searched on their
+own by golden section, the values at or below it (the chain side, usually a handful) from its top
+end only: the top of the chain is measured, and lower values only while one beats the best along the
+line by more than the noise tolerance. When two golden-section probes differ by less than the noise
+tolerance the comparison is not trusted: the bracket of larger values is kept (accept length grows
+with the budget; the smaller probe itself stays measured and eligible).
 The passes repeat (at most `rounds` times) until a whole round leaves the best point unchanged, or the
 restart budget is spent; the answer is always the best coherent point measured.
 """
@@ -28,6 +37,9 @@ from k26ctl.bisect.plan import Assignment
 from k26ctl.sweep.space import Param, point_id
 
 GOLDEN = (3 - math.sqrt(5)) / 2  # 0.382
+# Relative throughput difference treated as measurement noise: four measurements of one configuration
+# on the lab (benchmarks/README.md, step-time model at 2.5 x) spread over 2.6 % (26.8 .. 27.5 tok/s).
+NEAR_TIE = 0.03
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,10 @@ class SweepPlanner:
     start: Assignment  # the base profile's own values of the params (the default configuration)
     controls: Sequence[Control] = ()
     rounds: int = 2
+    # key -> value: values <= it and values > it are searched as separate segments (see above)
+    breaks: Mapping[str, Any] = field(default_factory=dict)
+    # relative difference below which two probes are a tie (0: trust every comparison)
+    tie_tolerance: float = NEAR_TIE
     _lookup: Lookup | None = field(default=None, repr=False)
 
     def _value(self, assignment: Assignment, role: str, why: str) -> Evaluation:
@@ -129,7 +145,34 @@ class SweepPlanner:
         start_index = param.index_of(current.get(param.key))
         if start_index is not None:
             at(start_index)
-        lo, hi = 0, n - 1
+        split = _split_index(param, self.breaks.get(param.key))
+        if split is None:
+            self._golden(at, seen, 0, n - 1)
+        else:
+            self._golden(at, seen, split + 1, n - 1)  # the tree side
+            self._descend(at, seen, split)  # the chain side, from its top
+        candidates = [i for i, e in seen.items() if e.coherent and e.score is not None]
+        if not candidates:
+            return current
+        best = max(candidates, key=lambda i: _rank(seen[i]))
+        if start_index is not None and best == start_index:
+            # On a near tie the search moves anyway: the other value may open up better points along
+            # the other keys (a patch that makes larger budgets coherent), while the answer remains
+            # the best point measured.
+            ties = [
+                i
+                for i in candidates
+                if i != start_index and _near(seen[i], seen[start_index], self.tie_tolerance)
+            ]
+            if not ties:
+                return current
+            best = max(ties, key=lambda i: _rank(seen[i]))
+        return {**current, param.key: param.values[best]}
+
+    def _golden(
+        self, at: Callable[[int], Evaluation], seen: Mapping[int, Evaluation], lo: int, hi: int
+    ) -> None:
+        """Discrete golden-section search over indices lo..hi (every index of the last bracket paid)."""
         while hi - lo > 2:
             a = lo + round(GOLDEN * (hi - lo))
             b = hi - round(GOLDEN * (hi - lo))
@@ -144,25 +187,32 @@ class SweepPlanner:
                     hi = a - 1  # it lies below a (the usual case: large budgets break)
             elif not fa.coherent:
                 lo = a + 1
-            elif not fb.coherent or _rank(fa) >= _rank(fb):
+            elif not fb.coherent:
+                hi = b - 1
+            elif _near(fa, fb, self.tie_tolerance):
+                lo = a + 1  # a tie within noise: keep the larger values (a stays measured)
+            elif _rank(fa) >= _rank(fb):
                 hi = b - 1
             else:
                 lo = a + 1
         for index in range(lo, hi + 1):
             at(index)
-        candidates = [i for i, e in seen.items() if e.coherent and e.score is not None]
-        if not candidates:
-            return current
-        best = max(candidates, key=lambda i: _rank(seen[i]))
-        if start_index is not None and best == start_index:
-            # On a near tie the search moves anyway: the other value may open up better points along
-            # the other keys (a patch that makes larger budgets coherent), while the answer remains
-            # the best point measured.
-            ties = [i for i in candidates if i != start_index and _near(seen[i], seen[start_index])]
-            if not ties:
-                return current
-            best = max(ties, key=lambda i: _rank(seen[i]))
-        return {**current, param.key: param.values[best]}
+
+    def _descend(self, at: Callable[[int], Evaluation], seen: Mapping[int, Evaluation], top: int) -> None:
+        """The chain side: its top, then lower values only while one beats every point along the line
+        by more than the noise tolerance."""
+        index = top
+        current = at(index)
+        while index > 0 and current.coherent and current.score is not None:
+            best = max((e for e in seen.values() if e.coherent and e.score is not None), key=_rank)
+            if best is not current:
+                return  # the line's best lies elsewhere (usually the tree side)
+            lower = at(index - 1)
+            if not lower.coherent or lower.score is None:
+                return
+            if _rank(lower) <= _rank(current) or _near(lower, current, self.tie_tolerance):
+                return
+            index, current = index - 1, lower
 
     def best_known(self, lookup: Lookup) -> Assignment | None:
         """The best coherent, feasible point among every point this planner would ever look at."""
@@ -173,13 +223,25 @@ class SweepPlanner:
         return best_of(points, lookup)
 
 
-NEAR_TIE = 0.02  # relative throughput difference treated as measurement noise
-
-
-def _near(a: Evaluation, b: Evaluation) -> bool:
+def _near(a: Evaluation, b: Evaluation, tolerance: float = NEAR_TIE) -> bool:
     if a.score is None or b.score is None or a.feasible != b.feasible or b.score <= 0:
         return False
-    return abs(a.score - b.score) <= NEAR_TIE * b.score
+    return abs(a.score - b.score) < tolerance * b.score
+
+
+def _split_index(param: Param, limit: Any) -> int | None:
+    """The last index whose value is <= limit, when values on both sides of it exist (and the values
+    ascend, as a budget range does); otherwise None (no break)."""
+    if limit is None:
+        return None
+    try:
+        ascending = all(x < y for x, y in zip(param.values, param.values[1:], strict=False))
+        below = [i for i, v in enumerate(param.values) if v <= limit]
+    except TypeError:
+        return None
+    if not ascending or not below or len(below) == len(param.values):
+        return None
+    return below[-1]
 
 
 def _implied_incoherent(seen: Mapping[int, Evaluation], index: int) -> Evaluation | None:
