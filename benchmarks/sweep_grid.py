@@ -10,6 +10,7 @@
    alternately, to show the gain against run-to-run noise.
 
 Usage: sudo python3 benchmarks/sweep_grid.py [--name t-sweep] [--target 1] [--json OUT]
+       [--grid-json SAVED]  (reuse the grid of an earlier run's result document: steps 2 and 3 only)
 """
 
 from __future__ import annotations
@@ -83,6 +84,31 @@ def run_grid(args: argparse.Namespace, state: Path) -> list[Any]:
     return points
 
 
+def saved_grid(path: Path, target: int) -> list[Any]:
+    """The grid points of an earlier run's result document (its `grid_points`), as point records."""
+    from k26ctl.sweep.load import LevelResult
+    from k26ctl.sweep.state import PointRecord
+
+    doc = json.loads(path.read_text())
+    if int(doc.get("target_concurrency", target)) != target:
+        raise SystemExit(f"{path}: the saved grid's target is c{doc['target_concurrency']}, not c{target}")
+    return [
+        PointRecord(
+            number=i + 1,
+            assignment=dict(p["assignment"]),
+            role="grid",
+            label="saved",
+            up=bool(p["coherent"]),
+            coherent=bool(p["coherent"]),
+            restarted=True,
+            seconds=0.0,
+            detail=f"from {path.name}",
+            levels=[LevelResult.from_json(lv) for lv in p["levels"]],
+        )
+        for i, p in enumerate(doc["grid_points"])
+    ]
+
+
 def run_sweep(args: argparse.Namespace, state: Path) -> Any:
     from k26ctl.cli.sweep_present import SweepProgress
     from k26ctl.sweep import api
@@ -142,6 +168,12 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="profile override")
     parser.add_argument("--state", default=None, help="state directory (default: a new temporary one)")
     parser.add_argument("--json", dest="out", default=None, help="write the result document here")
+    parser.add_argument(
+        "--grid-json",
+        default=None,
+        metavar="SAVED",
+        help="reuse the grid of an earlier run's result document instead of measuring it again",
+    )
     args = parser.parse_args()
 
     from k26ctl.lab.host import lab_up
@@ -152,7 +184,7 @@ def main() -> int:
     state.mkdir(parents=True, exist_ok=True)
     log(f"state in {state}")
     started = time.monotonic()
-    grid_points = run_grid(args, state)
+    grid_points = saved_grid(Path(args.grid_json), args.target) if args.grid_json else run_grid(args, state)
     grid_seconds = time.monotonic() - started
     coherent = [p for p in grid_points if p.coherent and p.level(args.target)]
     grid_best = max(coherent, key=lambda p: p.level(args.target).output_tokens_per_s)
@@ -170,6 +202,7 @@ def main() -> int:
     report: dict[str, Any] = {
         "target_concurrency": args.target,
         "grid": {
+            "saved_from": args.grid_json,
             "points": len(grid_points),
             "coherent": len(coherent),
             "seconds": round(grid_seconds, 1),
