@@ -114,13 +114,14 @@ def status_fleet(path: str, overrides: list[str], *, as_json: bool) -> None:
     if as_json:
         print_json(status.to_json())
         raise typer.Exit(status.exit_code)
+    from k26ctl.termsafe import clean
+
     run = status.record
-    print(f"fleet {status.fleet}: router {status.router_url}: " + (status.router_error or
-          f"{sum(w.healthy for w in status.workers)}/{len(status.workers)} worker(s) healthy"))  # fmt: skip
+    print(clean(f"fleet {status.fleet}: router {status.router_url}: " + (status.router_error or
+          f"{sum(w.healthy for w in status.workers)}/{len(status.workers)} worker(s) healthy")))  # fmt: skip
     if run:
-        print(
-            f"last run {run.run_id} ({run.action}): {run.status}" + (f": {run.reason}" if run.reason else "")
-        )
+        reason = f": {run.reason}" if run.reason else ""
+        print(clean(f"last run {run.run_id} ({run.action}): {run.status}{reason}"))
     for name, m in status.members.items():
-        print(f"  {name}  {m['url']}  router: {m['router']}  {m['where']}")
+        print(clean(f"  {name}  {m['url']}  router: {m['router']}  {m['where']}"))
     raise typer.Exit(status.exit_code)

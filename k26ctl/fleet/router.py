@@ -10,6 +10,11 @@ Facts this adapter relies on (checked against sglang-router 0.3.2 on loopback):
 - The router keeps its worker list in memory only: after a restart it lists nothing.
 - A router that does not answer (restarting) is retried until the operation's own deadline.
 - Admin routes take `Authorization: Bearer KEY` when the router runs with control-plane keys.
+
+Every request goes through `httpsafe.BoundedClient` (a total deadline and a body cap), bodies are
+parsed by `jsonsafe` and checked against the pydantic shapes below; an answer of another shape is a
+`RouterError` naming the field. Strings the router supplies (job messages) are sanitised before they
+reach a message.
 """
 
 from __future__ import annotations
@@ -20,10 +25,41 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from k26ctl.errors import K26Error, UnreachableError
+from k26ctl.httpsafe import BodyTooLarge, BoundedClient, BoundedResponse, HttpError
+from k26ctl.termsafe import clean
 
 T = TypeVar("T")
+
+MAX_ADMIN_BODY = 4 << 20  # a worker list of a few hundred entries is tens of KB
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _WorkerEntry(_Shape):
+    id: str = Field(min_length=1, max_length=200)
+    url: str = Field(min_length=1, max_length=2048)
+    is_healthy: bool | None = None
+    load: int | None = Field(default=None, ge=0)
+
+
+class _WorkerList(_Shape):
+    workers: list[_WorkerEntry]
+
+
+class _Accepted(_Shape):
+    worker_id: str | None = Field(default=None, max_length=200)
+
+
+class _JobStatus(_Shape):
+    job_status: dict[str, Any] | None = None
+
+
+S = TypeVar("S", bound=_Shape)
 
 
 class RouterError(K26Error):
@@ -58,8 +94,8 @@ class Router:
     ) -> None:
         self.url = normalize_url(url)
         headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-        self._client = httpx.Client(
-            base_url=self.url, headers=headers, timeout=timeout, transport=transport, trust_env=False
+        self._client = BoundedClient(
+            self.url, timeout=timeout, max_body=MAX_ADMIN_BODY, headers=headers, transport=transport
         )
         self._sleep = sleep
         self._clock = clock
@@ -75,14 +111,18 @@ class Router:
 
     # ---- raw calls ------------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _call(self, method: str, path: str, *, json: Any = None) -> BoundedResponse:
         try:
-            response = self._client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
+            response = self._client.request(method, path, json=json)
+        except BodyTooLarge as exc:
+            raise RouterError(
+                f"router {self.url}: {method} {path}: {exc}", "is router.url really the SGLang router?"
+            ) from None
+        except HttpError as exc:
             raise UnreachableError(
-                f"router {self.url} did not answer {method} {path}: {exc.__class__.__name__}",
+                f"router {self.url} did not answer {method} {path}: {exc}",
                 "check the fleet's router.url (and its SSH forward), or start the router",
-            ) from exc
+            ) from None
         if response.status_code in (401, 403):
             raise RouterError(
                 f"router {self.url} refused {method} {path} ({response.status_code})",
@@ -91,33 +131,37 @@ class Router:
             )
         return response
 
+    def _parse(self, response: BoundedResponse, shape: type[S], what: str) -> S:
+        """The body in `shape`, or a RouterError naming what is wrong (never a traceback)."""
+        try:
+            return shape.model_validate(response.json())
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "body"
+            problem = f"{where}: {err['msg']}"
+        except ValueError as exc:  # not JSON, or JSON beyond jsonsafe's limits
+            problem = f"not JSON ({exc})"
+        raise RouterError(
+            f"router {self.url}: {what} is not the 0.3.x shape ({clean(problem, limit=200)})",
+            "k26ctl speaks the sglang-router 0.3.x admin API",
+        )
+
     def alive(self) -> bool:
         """The router process answers (its `/liveness`); says nothing about workers."""
         try:
-            return self._client.get("/liveness", timeout=2.0).status_code == 200
-        except httpx.HTTPError:
+            return self._client.request("GET", "/liveness", timeout=2.0).status_code == 200
+        except HttpError:
             return False
 
     def workers(self) -> list[Worker]:
         response = self._call("GET", "/workers")
         if response.status_code != 200:
             raise RouterError(f"router {self.url}: GET /workers answered {response.status_code}")
-        try:
-            items = response.json()["workers"]
-            return [
-                Worker(
-                    id=str(w["id"]),
-                    url=normalize_url(str(w["url"])),
-                    healthy=bool(w.get("is_healthy")),
-                    load=int(w.get("load") or 0),
-                )
-                for w in items
-            ]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise RouterError(
-                f"router {self.url}: GET /workers is not the 0.3.x shape ({exc})",
-                "k26ctl speaks the sglang-router 0.3.x admin API",
-            ) from exc
+        listed = self._parse(response, _WorkerList, "GET /workers")
+        return [
+            Worker(id=w.id, url=normalize_url(w.url), healthy=bool(w.is_healthy), load=w.load or 0)
+            for w in listed.workers
+        ]
 
     def find(self, url: str) -> Worker | None:
         wanted = normalize_url(url)
@@ -128,10 +172,18 @@ class Router:
         if response.status_code != 200:
             return None
         try:
-            status = response.json().get("job_status")
-        except ValueError:
+            return _JobStatus.model_validate(response.json()).job_status
+        except ValueError:  # ValidationError is one too: a job status of another shape says nothing
             return None
-        return status if isinstance(status, dict) else None
+
+    def _register(self, url: str, deadline: float) -> str:
+        """POST /workers (retried while the router restarts); the job's worker id ('' if none)."""
+        response = self._until(deadline, lambda: self._call("POST", "/workers", json={"url": url}))
+        if response.status_code not in (200, 201, 202):
+            raise RouterError(f"router {self.url}: POST /workers {url} answered {response.status_code}")
+        if not response.body.strip():
+            return ""
+        return self._parse(response, _Accepted, "POST /workers").worker_id or ""
 
     def _until(self, deadline: float, call: Callable[[], T], interval: float = 0.2) -> T:
         """`call()`, retried while the router does not answer (a restart takes a second or two)."""
@@ -150,10 +202,7 @@ class Router:
         worker not listed, or the deadline, is an error (the caller decides what to do with it)."""
         url = normalize_url(url)
         deadline = self._clock() + timeout
-        response = self._until(deadline, lambda: self._call("POST", "/workers", json={"url": url}))
-        if response.status_code not in (200, 201, 202):
-            raise RouterError(f"router {self.url}: POST /workers {url} answered {response.status_code}")
-        worker_id = str(response.json().get("worker_id", ""))
+        worker_id = self._register(url, deadline)
         last_job: dict[str, Any] | None = None
         while True:
             try:
@@ -163,17 +212,15 @@ class Router:
                     raise
                 # the router restarted (it forgets every worker and pending job): register again
                 self._sleep(interval)
-                response = self._until(deadline, lambda: self._call("POST", "/workers", json={"url": url}))
-                worker_id = str(response.json().get("worker_id", ""))
+                worker_id = self._register(url, deadline)
                 continue
             if listed is not None and listed.healthy:
                 return listed
             if worker_id and listed is None:
                 last_job = self.job_status(worker_id) or last_job
                 if last_job and last_job.get("status") == "failed":
-                    raise RouterError(
-                        f"router {self.url} did not register {url}: {last_job.get('message') or 'job failed'}"
-                    )
+                    message = clean(last_job.get("message") or "job failed", limit=300)
+                    raise RouterError(f"router {self.url} did not register {url}: {message}")
             if self._clock() >= deadline:
                 state = "listed but not healthy" if listed else "not listed"
                 raise RouterError(
