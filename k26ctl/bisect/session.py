@@ -12,17 +12,16 @@ line (the process died while writing it) is ignored.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from k26ctl.bisect.eventlog import EventLog, exclusive, first_wins
 from k26ctl.bisect.plan import Assignment, assignment_id
 from k26ctl.bisect.verdict import Verdict
 from k26ctl.errors import K26Error, UsageError
@@ -140,6 +139,7 @@ class Session:
         self.spec_path = self.directory / f"{name}.json"
         self.log_path = self.directory / f"{name}.log.jsonl"
         self.lock_path = self.directory / f"{name}.lock"
+        self._log = EventLog(self.log_path, what="bisect log")
 
     # ---- existence --------------------------------------------------------------------------------
 
@@ -187,95 +187,29 @@ class Session:
 
     # ---- records ----------------------------------------------------------------------------------
 
-    def _drop_torn_tail(self) -> None:
-        """Cut a last line left half-written by a killed process, so new records start on a fresh line."""
-        try:
-            with open(self.log_path, "rb+") as handle:
-                data = handle.read()
-                if data and not data.endswith(b"\n"):
-                    handle.truncate(data.rfind(b"\n") + 1)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-        except FileNotFoundError:
-            pass
-
-    def _append(self, record: dict[str, Any]) -> None:
-        self._drop_torn_tail()
-        line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
-        with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
-
     def record_start(self, step: int, assignment: Assignment, purpose: str) -> None:
         record = {"event": "start", "step": step, "assignment": assignment, "purpose": purpose}
-        self._append({**record, "time": time.time()})
+        self._log.append({**record, "time": time.time()})
 
     def record_finish(self, record: StepRecord) -> None:
-        self._append(record.to_json())
+        self._log.append(record.to_json())
 
     def records(self) -> list[dict[str, Any]]:
-        try:
-            lines = self.log_path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return []
-        parsed = []
-        for number, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                if number == len(lines) - 1:
-                    break  # torn last write: the step it belonged to is simply redone
-                where = f"{self.log_path}:{number + 1}"
-                raise K26Error(f"{where}: not JSON", "remove the line or the session") from None
-            if isinstance(record, dict):
-                parsed.append(record)
-        return parsed
+        return self._log.records()
 
     def finished_steps(self) -> list[StepRecord]:
         """Finished steps in order; a configuration finished twice (edited logs) keeps its first verdict."""
-        steps, seen = [], set()
-        for record in self.records():
-            if record.get("event") != "finish":
-                continue
-            step = StepRecord.from_json(record)
-            ident = assignment_id(step.assignment)
-            if ident not in seen:
-                seen.add(ident)
-                steps.append(step)
-        return steps
+        finished = [StepRecord.from_json(r) for r in self.records() if r.get("event") == "finish"]
+        return first_wins(finished, lambda step: assignment_id(step.assignment))
 
     def interrupted_step(self) -> dict[str, Any] | None:
         """The last start record without a matching finish (a step to redo), if any."""
-        open_start: dict[str, Any] | None = None
-        for record in self.records():
-            if record.get("event") == "start":
-                open_start = record
-            elif (
-                record.get("event") == "finish"
-                and open_start is not None
-                and open_start.get("step") == record.get("step")
-            ):
-                open_start = None
-        return open_start
+        return self._log.interrupted("start", "finish", "step")
 
     # ---- exclusive use ----------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> AbstractContextManager[None]:
         """One k26ctl process per session: two writers would interleave steps on the same host."""
-        ensure_dir(self.directory)
-        with open(self.lock_path, "a+") as handle:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise SessionLocked(
-                    f"bisect session {self.name!r} is in use by another k26ctl process",
-                    "wait for it, or use --session NAME for a separate search",
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        in_use = f"bisect session {self.name!r} is in use by another k26ctl process"
+        hint = "wait for it, or use --session NAME for a separate search"
+        return exclusive(self.lock_path, SessionLocked(in_use, hint))

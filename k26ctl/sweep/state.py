@@ -12,16 +12,15 @@ its canonical assignment); a torn last line is ignored.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from k26ctl.bisect.eventlog import EventLog, exclusive, first_wins
 from k26ctl.bisect.plan import Assignment
 from k26ctl.bisect.session import SESSION_NAME, _write_json_atomic
 from k26ctl.errors import K26Error, UsageError
@@ -159,6 +158,7 @@ class SweepSession:
         self.spec_path = self.directory / f"{name}.json"
         self.log_path = self.directory / f"{name}.log.jsonl"
         self.lock_path = self.directory / f"{name}.lock"
+        self._log = EventLog(self.log_path, what="sweep log")
 
     def exists(self) -> bool:
         return self.spec_path.exists()
@@ -196,95 +196,30 @@ class SweepSession:
 
     # ---- records ---------------------------------------------------------------------------------
 
-    def _append(self, record: dict[str, Any]) -> None:
-        try:
-            with open(self.log_path, "rb+") as handle:  # cut a line torn by a killed writer
-                data = handle.read()
-                if data and not data.endswith(b"\n"):
-                    handle.truncate(data.rfind(b"\n") + 1)
-        except FileNotFoundError:
-            pass
-        line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
-        with open(self.log_path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
-
     def record_start(self, number: int, assignment: Assignment, role: str) -> None:
-        self._append(
+        self._log.append(
             {"event": "start", "number": number, "assignment": assignment, "role": role, "time": time.time()}
         )
 
     def record_point(self, record: PointRecord) -> None:
-        self._append(record.to_json())
+        self._log.append(record.to_json())
 
     def _records(self) -> list[dict[str, Any]]:
-        from k26ctl import inputs, jsonsafe
-
-        if not os.path.lexists(self.log_path):
-            return []
-        text = inputs.read_text(
-            self.log_path, what="sweep log", max_bytes=inputs.MAX_DATA_BYTES, hint="remove the session"
-        )
-        lines = text.splitlines()
-        parsed = []
-        for number, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                record = jsonsafe.loads(line)
-            except ValueError:
-                if number == len(lines) - 1:
-                    break
-                raise K26Error(
-                    f"{self.log_path}:{number + 1}: not JSON", "remove the line or the session"
-                ) from None
-            if isinstance(record, dict):
-                parsed.append(record)
-        return parsed
+        return self._log.records()
 
     def points(self) -> list[PointRecord]:
         """Measured points in order; a point recorded twice (an edited log) keeps its first record."""
-        found, seen = [], set()
-        for record in self._records():
-            if record.get("event") != "point":
-                continue
-            point = PointRecord.from_json(record)
-            ident = point_id(point.assignment)
-            if ident not in seen:
-                seen.add(ident)
-                found.append(point)
-        return found
+        measured = [PointRecord.from_json(r) for r in self._records() if r.get("event") == "point"]
+        return first_wins(measured, lambda point: point_id(point.assignment))
 
     def interrupted(self) -> dict[str, Any] | None:
         """The last start record without its point record, if any."""
-        open_start: dict[str, Any] | None = None
-        for record in self._records():
-            if record.get("event") == "start":
-                open_start = record
-            elif (
-                record.get("event") == "point"
-                and open_start is not None
-                and open_start.get("number") == record.get("number")
-            ):
-                open_start = None
-        return open_start
+        return self._log.interrupted("start", "point", "number")
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        ensure_dir(self.directory)
-        with open(self.lock_path, "a+") as handle:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise SweepLocked(
-                    f"sweep session {self.name!r} is in use by another k26ctl process",
-                    "wait for it, or use --session NAME for a separate sweep",
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    def locked(self) -> AbstractContextManager[None]:
+        in_use = f"sweep session {self.name!r} is in use by another k26ctl process"
+        hint = "wait for it, or use --session NAME for a separate sweep"
+        return exclusive(self.lock_path, SweepLocked(in_use, hint))
 
 
 def by_id(points: Sequence[PointRecord]) -> dict[str, PointRecord]:

@@ -1,0 +1,115 @@
+"""The append-only JSON Lines event log and exclusive lock shared by bisect and sweep sessions.
+
+One record per line, appended and fsynced. The log is read as untrusted input (a regular file within
+the data size limit, UTF-8, JSON within jsonsafe's limits). A torn last line (the process died while
+writing it) is ignored when reading and cut before the next append; an unreadable line anywhere else
+is an error. A start record without its matching end record means the work it announced was
+interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from k26ctl import jsonsafe
+from k26ctl.errors import K26Error
+from k26ctl.statedir import ensure_dir
+
+T = TypeVar("T")
+
+
+class EventLog:
+    def __init__(self, path: Path, *, what: str) -> None:
+        self.path = path
+        self.what = what  # how refusals name the file, e.g. "sweep log"
+
+    def _drop_torn_tail(self) -> None:
+        """Cut a last line left half-written by a killed process, so new records start on a fresh line."""
+        try:
+            with open(self.path, "rb+") as handle:
+                data = handle.read()
+                if data and not data.endswith(b"\n"):
+                    handle.truncate(data.rfind(b"\n") + 1)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        except FileNotFoundError:
+            pass
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._drop_torn_tail()
+        line = json.dumps(record, default=str, separators=(",", ":")) + "\n"
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def records(self) -> list[dict[str, Any]]:
+        from k26ctl import inputs
+
+        if not os.path.lexists(self.path):
+            return []
+        text = inputs.read_text(
+            self.path, what=self.what, max_bytes=inputs.MAX_DATA_BYTES, hint="remove the session"
+        )
+        lines = text.splitlines()
+        parsed = []
+        for number, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                record = jsonsafe.loads(line)
+            except ValueError:
+                if number == len(lines) - 1:
+                    break  # torn last write: the work it belonged to is simply redone
+                raise K26Error(
+                    f"{self.path}:{number + 1}: not JSON", "remove the line or the session"
+                ) from None
+            if isinstance(record, dict):
+                parsed.append(record)
+        return parsed
+
+    def interrupted(self, start_event: str, end_event: str, key: str) -> dict[str, Any] | None:
+        """The last `start_event` record without a following `end_event` record with the same `key`."""
+        open_start: dict[str, Any] | None = None
+        for record in self.records():
+            if record.get("event") == start_event:
+                open_start = record
+            elif (
+                record.get("event") == end_event
+                and open_start is not None
+                and open_start.get(key) == record.get(key)
+            ):
+                open_start = None
+        return open_start
+
+
+def first_wins(items: Iterable[T], ident: Callable[[T], str]) -> list[T]:
+    """`items` in order, keeping only the first of those with the same `ident`."""
+    kept, seen = [], set()
+    for item in items:
+        key = ident(item)
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: Path, refused: Exception) -> Iterator[None]:
+    """Hold an exclusive, non-blocking flock on `lock_path`; raise `refused` if another process has it."""
+    ensure_dir(lock_path.parent)
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise refused from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
