@@ -31,6 +31,7 @@ import httpx
 
 _INFLATE_STEP = 1 << 20  # inflate at most this much per call: peak memory is the cap plus one step
 DEFAULT_MAX_BODY = 8 << 20  # a chat completion or a model list is a few KB; 8 MB is generous
+DEFAULT_MAX_LINE = 1 << 20  # one server-sent event of a streamed completion is a few hundred bytes
 _ACCEPT_ENCODING = "gzip, deflate"
 
 
@@ -283,6 +284,78 @@ class BoundedClient:
                 raise TransportFailure(f"{type(exc).__name__}: {exc}") from None
             except httpx.InvalidURL as exc:
                 raise TransportFailure(f"invalid URL: {exc}") from None
+
+    @contextmanager
+    def stream_lines(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        timeout: float | None = None,
+        max_body: int | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+    ) -> Iterator[StreamedResponse]:
+        """Send one request and hand over its body line by line as it arrives (server-sent events).
+
+        The same total deadline covers sending, the headers and every line the caller reads inside
+        the `with` block; the body (counted as it arrives) is capped at `max_body` and each line at
+        `max_line`. The stream is asked for and must be uncompressed, so each line is yielded when its
+        bytes arrive and arrival times stay accurate. Errors are the `HttpError`s of `request`."""
+        seconds = self.timeout if timeout is None else timeout
+        budget = self.max_body if max_body is None else max_body
+        with _deadline(seconds) as deadline, _as_http_errors(seconds, deadline):
+            identity = {"Accept-Encoding": "identity"}
+            with self._http.stream(method, path, json=json, headers=identity) as response:
+                coding = response.headers.get("content-encoding", "").strip().lower()
+                if coding not in ("", "identity"):
+                    raise BadEncoding(f"a streamed body must not be compressed (Content-Encoding {coding!r})")
+                lines = _lines(response.iter_raw(), budget, max_line, seconds, deadline)
+                yield StreamedResponse(response.status_code, dict(response.headers), lines)
+
+
+@dataclass(frozen=True)
+class StreamedResponse:
+    status_code: int
+    headers: Mapping[str, str]
+    lines: Iterator[str]  # without the line end; invalid UTF-8 replaced
+
+
+def _lines(
+    chunks: Iterator[bytes], budget: int, max_line: int, seconds: float, deadline: float
+) -> Iterator[str]:
+    pending = b""
+    received = 0
+    for chunk in chunks:
+        received += len(chunk)
+        if received > budget:
+            raise BodyTooLarge(f"body larger than {budget} bytes")
+        if time.monotonic() > deadline:
+            raise DeadlineExceeded(f"no complete answer within {seconds:g} s")
+        *complete, pending = (pending + chunk).split(b"\n")
+        for raw in complete:
+            if len(raw) > max_line:
+                raise BodyTooLarge(f"line longer than {max_line} bytes")
+            yield raw.rstrip(b"\r").decode("utf-8", errors="replace")
+        if len(pending) > max_line:
+            raise BodyTooLarge(f"line longer than {max_line} bytes")
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", errors="replace")
+
+
+@contextmanager
+def _as_http_errors(seconds: float, deadline: float) -> Iterator[None]:
+    """httpx's exceptions (raised while connecting or while the caller reads) as `HttpError`s."""
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise DeadlineExceeded(f"no complete answer within {seconds:g} s") from None
+    except (httpx.TransportError, httpx.DecodingError) as exc:
+        if time.monotonic() >= deadline:
+            raise DeadlineExceeded(f"no complete answer within {seconds:g} s") from None
+        raise TransportFailure(f"{type(exc).__name__}: {exc}") from None
+    except httpx.InvalidURL as exc:
+        raise TransportFailure(f"invalid URL: {exc}") from None
 
 
 def check_timeout(seconds: float) -> float:

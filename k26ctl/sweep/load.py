@@ -17,7 +17,6 @@ is kept as `wall_output_tokens_per_s`.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import threading
@@ -27,6 +26,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
+
+from k26ctl import jsonsafe
+from k26ctl.httpsafe import BoundedClient, HttpError, deadline_transport
+
+# Lines are handed over as they arrive and never kept, so this caps the time and bandwidth of one
+# request, not memory (one line is capped at httpsafe's DEFAULT_MAX_LINE). SGLang's /generate stream
+# repeats the text so far in every chunk, so a long answer sends far more than its own length.
+MAX_STREAM_BYTES = 256 << 20
 
 
 @dataclass
@@ -91,7 +98,16 @@ class LoadSpec:
     request_timeout: float = 120.0
 
 
-def stream_one(client: httpx.Client, text: str, max_new_tokens: int) -> RequestSample:
+def _count(meta: dict[str, Any], key: str) -> int | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"meta_info.{key} is not a count: {str(value)[:40]!r}")
+    return value
+
+
+def stream_one(client: BoundedClient, text: str, max_new_tokens: int) -> RequestSample:
     sample = RequestSample()
     body = {
         "text": text,
@@ -103,23 +119,24 @@ def stream_one(client: httpx.Client, text: str, max_new_tokens: int) -> RequestS
     last: float | None = None
     seen = 0
     try:
-        with client.stream("POST", "/generate", json=body) as response:
+        with client.stream_lines("POST", "/generate", json=body, max_body=MAX_STREAM_BYTES) as response:
             if response.status_code != 200:
-                response.read()
                 sample.error = f"HTTP {response.status_code}"
                 return sample
-            for line in response.iter_lines():
+            for line in response.lines:
                 if not line.startswith("data:"):
                     continue
                 payload = line[5:].strip()
                 if payload == "[DONE]":
                     break
-                chunk = json.loads(payload)
+                chunk = jsonsafe.loads(payload)
                 if not isinstance(chunk, dict) or "error" in chunk:
                     sample.error = "error chunk in the stream"
                     return sample
                 meta = chunk.get("meta_info") or {}
-                tokens = int(meta.get("completion_tokens") or 0)
+                if not isinstance(meta, dict):
+                    raise ValueError("meta_info is not an object")
+                tokens = _count(meta, "completion_tokens") or 0
                 if tokens > seen:
                     now = time.monotonic()
                     if last is None:
@@ -127,9 +144,10 @@ def stream_one(client: httpx.Client, text: str, max_new_tokens: int) -> RequestS
                     else:
                         sample.gaps.append(now - last)
                     last, seen = now, tokens
-                if meta.get("spec_verify_ct") is not None:
-                    sample.verify_ct = int(meta["spec_verify_ct"])
-    except (httpx.HTTPError, ValueError) as exc:
+                verify_ct = _count(meta, "spec_verify_ct")
+                if verify_ct is not None:
+                    sample.verify_ct = verify_ct
+    except (HttpError, ValueError) as exc:
         sample.error = f"{type(exc).__name__}: {exc}"
         return sample
     sample.completion_tokens = seen
@@ -147,7 +165,7 @@ def measure_level(base_url: str, spec: LoadSpec, concurrency: int) -> LevelResul
     next_index = [0]
     finished_at = [0.0]
 
-    def worker(client: httpx.Client) -> None:
+    def worker(client: BoundedClient) -> None:
         while time.monotonic() < deadline:
             with lock:
                 index = next_index[0]
@@ -159,10 +177,10 @@ def measure_level(base_url: str, spec: LoadSpec, concurrency: int) -> LevelResul
                 samples.append(sample)
                 finished_at[0] = max(finished_at[0], time.monotonic())
 
-    timeout = httpx.Timeout(spec.request_timeout, connect=10.0)
-    limits = httpx.Limits(max_connections=concurrency + 1)
+    # request_timeout is a total deadline per request (sending, first token and every later chunk)
+    transport = deadline_transport(limits=httpx.Limits(max_connections=concurrency + 1))
     began = time.monotonic()
-    with httpx.Client(base_url=base_url, timeout=timeout, limits=limits, trust_env=False) as client:
+    with BoundedClient(base_url, timeout=spec.request_timeout, transport=transport) as client:
         threads = [threading.Thread(target=worker, args=(client,), daemon=True) for _ in range(concurrency)]
         for thread in threads:
             thread.start()
