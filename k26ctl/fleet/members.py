@@ -13,13 +13,12 @@ import time
 from contextlib import ExitStack
 from typing import Any
 
-import httpx
-
 from k26ctl.deploy.history import state_dir
 from k26ctl.deploy.model import DeployEvent, DeployOptions, DeployResult
 from k26ctl.errors import ExitCode, Interrupted, K26Error
 from k26ctl.fleet.model import Member
 from k26ctl.fleet.roll import ApplyOutcome, RollEvent
+from k26ctl.httpsafe import BadEncoding, BodyTooLarge, BoundedClient, DeadlineExceeded, TransportFailure
 from k26ctl.remote.base import Host
 
 FLEET_RECORD = "fleet.jsonl"
@@ -136,7 +135,7 @@ class HostMember:
             try:
                 base = self._worker_base()
                 return _read_load(base)
-            except httpx.TransportError:
+            except (TransportFailure, DeadlineExceeded):
                 return None  # refused, reset, timed out: the server is not serving requests
             except (K26Error, OSError, EOFError):
                 self.close()  # a dead SSH connection: reconnect once
@@ -190,17 +189,21 @@ def read_host_record(host: Host, service: str, limit: int = 20) -> list[dict[str
     return out
 
 
+MAX_LOAD_BODY = 16 << 20  # /metrics of a large deployment is a few hundred KB
+
+
 def _read_load(base: str) -> int:
-    with httpx.Client(base_url=base, timeout=5.0, trust_env=False) as client:
-        response = client.get("/get_load")
-        if response.status_code == 200:
-            try:
-                ranks = response.json()
-                return sum(int(r.get("num_reqs", 0)) for r in ranks)
-            except (ValueError, TypeError, AttributeError):
-                pass
-        metrics = client.get("/metrics")
-        if metrics.status_code == 200:
+    """Requests running or queued on the worker at `base`. `TransportFailure`/`DeadlineExceeded`
+    when it does not answer; K26Error when it answers but neither endpoint tells its load."""
+    with BoundedClient(base, timeout=5.0, max_body=MAX_LOAD_BODY) as client:
+        load = _get_load(client)
+        if load is not None:
+            return load
+        try:
+            metrics = client.request("GET", "/metrics")
+        except (BodyTooLarge, BadEncoding):
+            metrics = None
+        if metrics is not None and metrics.status_code == 200:
             values = [float(v) for _, v in _METRIC.findall(metrics.text)]
             if values:
                 return int(sum(values))
@@ -209,6 +212,21 @@ def _read_load(base: str) -> int:
             f"{base}: neither /get_load nor /metrics tells the worker's load",
             "run SGLang with --enable-metrics (sglang.enable_metrics: true)",
         )
+
+
+def _get_load(client: BoundedClient) -> int | None:
+    """The sum of `num_reqs` over the ranks listed by /get_load; None when that answer is unusable."""
+    try:
+        response = client.request("GET", "/get_load")
+        ranks = response.json() if response.status_code == 200 else None
+    except (BodyTooLarge, BadEncoding, ValueError):
+        return None
+    if not isinstance(ranks, list):
+        return None
+    counts = [r.get("num_reqs", 0) if isinstance(r, dict) else None for r in ranks]
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+        return None
+    return sum(c for c in counts if isinstance(c, int))
 
 
 def _smoke_reasons(data: dict[str, Any]) -> str:

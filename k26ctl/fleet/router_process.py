@@ -16,10 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 from k26ctl.errors import ConfigError, UnreachableError
 from k26ctl.fleet.model import OwnedRouter
+from k26ctl.httpsafe import BoundedClient, HttpError
 
 CLOSED_HUB = "http://127.0.0.1:9"  # the discard port: nothing listens there
 
@@ -58,9 +57,10 @@ def start_router(owned: OwnedRouter, log_path: Path, *, timeout: float = 30.0) -
                 f"sglang-router exited with {proc.returncode} at start-up", f"see {log_path}"
             )
         try:
-            if httpx.get(f"{url}/liveness", timeout=1.0, trust_env=False).status_code == 200:
-                return proc
-        except httpx.HTTPError:
+            with BoundedClient(url, timeout=1.0, max_body=1 << 16) as client:
+                if client.request("GET", "/liveness").status_code == 200:
+                    return proc
+        except HttpError:
             pass
         time.sleep(0.1)
     stop_router(proc.pid)
