@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from k26ctl.errors import UsageError
+from k26ctl.httpsafe import BoundedClient, HttpError
 
 LAB_NET = ipaddress.ip_network("10.231.0.0/16")
 
@@ -91,6 +90,8 @@ class LoadReport:
         }
 
     def text(self) -> str:
+        from k26ctl.termsafe import clean
+
         s = self.summary(self.samples)
         line = (
             f"{s['sent']} sent through {self.url}: {s['ok']} ok, {s['failed']} failed, "
@@ -101,7 +102,7 @@ class LoadReport:
             line += f"\n  failed: {item}"
         for item in self.to_json()["degenerate_examples"]:
             line += f"\n  degenerate: {item['text']!r} ({'; '.join(item['reasons'])})"
-        return line
+        return clean(line, keep_newlines=True)  # answers and error bodies come from the server
 
 
 def percentile(sorted_values: list[float], pct: float) -> float:
@@ -144,7 +145,7 @@ def run_load(
             return next(counter, None)
 
     def worker() -> None:
-        with httpx.Client(base_url=base, timeout=timeout, trust_env=False) as client:
+        with BoundedClient(base, timeout=timeout, max_body=ANSWER_CAP) as client:
             while (index := next_index()) is not None:
                 prompt, kind = PROMPTS[index % len(PROMPTS)]
                 body: dict[str, Any] = {
@@ -167,31 +168,42 @@ def run_load(
     return LoadReport(base, sorted(samples, key=lambda s: s.started), time.monotonic() - started)
 
 
+ANSWER_CAP = 8 << 20  # a chat answer of a few hundred tokens is a few KB
+
+
 def _served_model(base: str) -> str:
     """The model the router (or server) lists first; the router lists it from its registered workers."""
     try:
-        data = httpx.get(f"{base}/v1/models", timeout=10, trust_env=False).json()["data"]
-        return str(data[0]["id"])
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
+        with BoundedClient(base, timeout=10, max_body=1 << 20) as client:
+            data = client.request("GET", "/v1/models").json()["data"]
+        model = data[0]["id"]
+    except (HttpError, ValueError, KeyError, IndexError, TypeError):
         return "default"
+    return model if isinstance(model, str) and model else "default"
 
 
 def _send(
-    client: httpx.Client, body: dict[str, Any], prompt: str, kind: str, sent: float, t0: float, score: Any
+    client: BoundedClient, body: dict[str, Any], prompt: str, kind: str, sent: float, t0: float, score: Any
 ) -> Sample:
+    from k26ctl.termsafe import clean
+
     try:
-        response = client.post("/v1/chat/completions", json=body)
-    except httpx.HTTPError as exc:
+        response = client.request("POST", "/v1/chat/completions", json=body)
+    except HttpError as exc:
         return Sample(sent, time.monotonic() - t0, False, error=f"{exc.__class__.__name__}: {exc}")
     seconds = time.monotonic() - t0
     if response.status_code != 200:
-        return Sample(sent, seconds, False, status=response.status_code, error=response.text[:200])
+        return Sample(
+            sent, seconds, False, status=response.status_code, error=clean(response.text, limit=200)
+        )
     try:
         choice = response.json()["choices"][0]
         text = choice["message"].get("content") or ""
         finish = choice.get("finish_reason")
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        return Sample(sent, seconds, False, status=200, error=f"malformed answer: {exc}")
+        if not isinstance(text, str) or not (finish is None or isinstance(finish, str)):
+            raise TypeError("content and finish_reason must be strings")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        return Sample(sent, seconds, False, status=200, error=clean(f"malformed answer: {exc}", limit=200))
     verdict = score(text, prompt, kind, finish)
     reasons = [f.reason() for f in verdict.findings if f.severity == "fail"]
     return Sample(sent, seconds, True, verdict.degenerate, 200, text=text, reasons=reasons)
