@@ -552,8 +552,9 @@ def _interrupted(run: DeployRun, before: Snapshot) -> Interrupted:
             run.result.message = "interrupted"
             if run.facts is not None and run.result.plan is not None:
                 _record(run, before, run.result.plan, unit_sha_now=sha)
-    except (K26Error, OSError) as exc:
-        state = f"unknown ({exc}); run k26ctl status PROFILE"
+    except (K26Error, OSError, EOFError) as exc:
+        # EOFError: paramiko's word for a transport that died, e.g. when Ctrl-C cut one of its writes
+        state = f"unknown ({str(exc) or type(exc).__name__}); run k26ctl status PROFILE"
     return Interrupted(
         f"interrupted: {state}",
         "run the same deploy again to finish (a pending restart is remembered), or k26ctl rollback PROFILE",
