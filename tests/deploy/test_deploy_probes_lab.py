@@ -26,11 +26,14 @@ def test_probes_judge_each_speculative_deploy(lab_host: Any) -> None:
     code, probes = deploy_probes(lab_host, UNPATCHED)
     assert code == 1 and probes["verdict"] == "fail" and probes["first_mismatch"]["position"] < 8
 
+    # mask-only corrupts only a request that shares its verify batch with another: the quick suite's two
+    # greedy requests do not always meet, the lab suite's twenty at concurrency 2 do
     code, probes = deploy_probes(
         lab_host,
         UNPATCHED,
         "service.environment.K26LAB_BUG_SCOPE=mask-only",
         "service.environment.K26LAB_UNVISITED=stale",
+        "smoke.suite=lab",
     )
     assert code == 1 and probes["verdict"] == "fail", probes
 
