@@ -261,29 +261,23 @@ class BoundedClient:
         seconds = self.timeout if timeout is None else timeout
         budget = self.max_body if max_body is None else max_body
         started = time.monotonic()
-        with _deadline(seconds) as deadline:
-            try:
-                with self._http.stream(method, path, json=json) as response:
-                    inflater = _Inflater(response.headers.get("content-encoding", ""), budget)
-                    declared = response.headers.get("content-length", "")
-                    if declared.isdigit() and inflater._coding is None and int(declared) > budget:
-                        raise BodyTooLarge(f"body of {declared} bytes is larger than {budget}")
-                    for chunk in response.iter_raw():
-                        inflater.feed(chunk)
-                        if time.monotonic() > deadline:
-                            raise DeadlineExceeded(f"no complete answer within {seconds:g} s")
-                    body = inflater.result()
-                    return BoundedResponse(
-                        response.status_code, body, dict(response.headers), time.monotonic() - started
-                    )
-            except httpx.TimeoutException:
-                raise DeadlineExceeded(f"no complete answer within {seconds:g} s") from None
-            except (httpx.TransportError, httpx.DecodingError) as exc:
-                if time.monotonic() >= deadline:
-                    raise DeadlineExceeded(f"no complete answer within {seconds:g} s") from None
-                raise TransportFailure(f"{type(exc).__name__}: {exc}") from None
-            except httpx.InvalidURL as exc:
-                raise TransportFailure(f"invalid URL: {exc}") from None
+        with (
+            _deadline(seconds) as deadline,
+            _as_http_errors(seconds, deadline),
+            self._http.stream(method, path, json=json) as response,
+        ):
+            inflater = _Inflater(response.headers.get("content-encoding", ""), budget)
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and inflater._coding is None and int(declared) > budget:
+                raise BodyTooLarge(f"body of {declared} bytes is larger than {budget}")
+            for chunk in response.iter_raw():
+                inflater.feed(chunk)
+                if time.monotonic() > deadline:
+                    raise DeadlineExceeded(f"no complete answer within {seconds:g} s")
+            body = inflater.result()
+            return BoundedResponse(
+                response.status_code, body, dict(response.headers), time.monotonic() - started
+            )
 
     @contextmanager
     def stream_lines(
