@@ -20,6 +20,7 @@ from k26ctl.bisect.restore import capture_live, restore_live
 from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec, StepRecord
 from k26ctl.bisect.setdiff import differing_keys, with_assignment
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner, HostDeployer
+from k26ctl.deploy.confirm import confirm_change
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
 from k26ctl.termsafe import clean
@@ -172,16 +173,13 @@ def _runner(spec: SessionSpec, prepared: Prepared, ctx: Context) -> DeployingSte
 
 
 def _confirm(ctx: Context, question: str) -> None:
-    if ctx.yes:
-        return
-    if ctx.confirm is None:
-        raise UsageError(
-            "a search restarts the service once per step and there is no terminal to confirm it: "
-            "nothing was changed",
-            "pass --yes (or set K26CTL_YES=1)",
-        )
-    if not ctx.confirm(question):
-        raise K26Error("bisect-config cancelled: nothing was changed")
+    confirm_change(
+        ctx.confirm,
+        question,
+        yes=ctx.yes,
+        command="bisect-config",
+        no_terminal="a search restarts the service once per step and there is no terminal to confirm it",
+    )
 
 
 def _session(ctx: Context) -> Session:

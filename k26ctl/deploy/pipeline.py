@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from k26ctl import __version__
 from k26ctl.deploy import apply as ops
+from k26ctl.deploy.confirm import YES_HINT, confirm_change
 from k26ctl.deploy.connection import ConnectionLostError, cause_of, connection_lost
 from k26ctl.deploy.facts import HostFacts, read_unit
 from k26ctl.deploy.history import DeployRecord, keep_current_unit, last_gpu_memory_mib, last_load_seconds
@@ -37,7 +38,7 @@ from k26ctl.deploy.session import (
 from k26ctl.deploy.smoke_step import run_smoke_on_host
 from k26ctl.deploy.steps import StepLog
 from k26ctl.deploy.wait import ReadinessResult, check_ready_once, read_unit_state, wait_ready
-from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error, UsageError
+from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error
 from k26ctl.profile import LoadedProfile
 from k26ctl.render import render_unit, unit_name
 from k26ctl.validate import ValidationReport, ensure_unit_verifies, ensure_valid
@@ -190,15 +191,16 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
 
 
 def _confirm(plan: Plan, opts: DeployOptions) -> None:
-    if not plan.has_changes or opts.yes:
+    if not plan.has_changes:
         return
-    if opts.confirm is None:
-        raise UsageError(
-            "changes are pending and there is no terminal to confirm them: nothing was changed",
-            "pass --yes (or set K26CTL_YES=1) to apply, or --check/--diff to preview",
-        )
-    if not opts.confirm(plan):
-        raise K26Error("deploy cancelled: nothing was changed")
+    confirm_change(
+        opts.confirm,
+        plan,
+        yes=opts.yes,
+        command="deploy",
+        no_terminal="changes are pending and there is no terminal to confirm them",
+        hint=f"{YES_HINT} to apply, or --check/--diff to preview",
+    )
 
 
 def _apply(run: DeployRun, plan: Plan) -> None:

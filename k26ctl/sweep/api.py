@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from k26ctl.bisect.plan import Assignment, describe
 from k26ctl.bisect.setdiff import flatten, with_assignment
 from k26ctl.bisect.steps import Deployer
+from k26ctl.deploy.confirm import confirm_change
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, SpecAlgorithm, load_profile
 from k26ctl.sweep.load import LoadSpec
@@ -205,16 +206,13 @@ def _runner(prepared: Prepared, ctx: Context) -> PointRunner:
 
 
 def _confirm(ctx: Context, question: str) -> None:
-    if ctx.yes:
-        return
-    if ctx.confirm is None:
-        raise UsageError(
-            "a sweep restarts the service once per point and there is no terminal to confirm it: "
-            "nothing was changed",
-            "pass --yes (or set K26CTL_YES=1)",
-        )
-    if not ctx.confirm(question):
-        raise K26Error("sweep cancelled: nothing was changed")
+    confirm_change(
+        ctx.confirm,
+        question,
+        yes=ctx.yes,
+        command="sweep",
+        no_terminal="a sweep restarts the service once per point and there is no terminal to confirm it",
+    )
 
 
 def describe_space(spec: SweepSpec) -> str:
