@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup, TyperOption
 
 from k26ctl.errors import K26Error
+
+if TYPE_CHECKING:  # Typer carries its own copy of Click; these are the types its groups are called with
+    from typer._click import Context, HelpFormatter
 
 SET_HELP = "Override a profile key, e.g. --set spec.ddtree.budget=7 (repeatable; YAML flow values)."
 
@@ -35,6 +39,57 @@ def yes_option() -> Any:
     return typer.Option(
         False, "--yes", "-y", envvar="K26CTL_YES", help="Do not ask for confirmation (env K26CTL_YES)."
     )
+
+
+def verbose_option(help: str = "Show the server's journal lines.") -> Any:
+    return typer.Option(False, "--verbose", "-v", help=help)
+
+
+class DefaultCommandGroup(TyperGroup):
+    """A command group whose first word may be left out: `bisect-config PROFILE ...` runs the group's
+    `start` command, `bisect-config log` its `log` command.
+
+    The word that names a command may come after options, as it could when the group was one command
+    (`bisect-config --session s2 log`): options in front are skipped, with their values, to find it.
+    A first argument that is no command name (a profile, an option, nothing) goes to `start`; a profile
+    file named like a command is reached with `start NAME` or `./NAME`."""
+
+    default_command = "start"
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        if args and args[0] in ctx.help_option_names:
+            return super().parse_args(ctx, args)
+        word = self._command_word(ctx, args)
+        routed = (
+            [self.default_command, *args] if word is None else [args[word], *args[:word], *args[word + 1 :]]
+        )
+        return super().parse_args(ctx, routed)
+
+    def _command_word(self, ctx: Context, args: list[str]) -> int | None:
+        """The index of the first positional argument when it names a command, else None."""
+        takes_value = self._options_with_values(ctx)
+        skip_next = False
+        for index, arg in enumerate(args):
+            if skip_next:
+                skip_next = False
+            elif arg == "--":
+                return None
+            elif arg.startswith("-") and arg != "-":
+                skip_next = "=" not in arg and arg in takes_value
+            else:
+                return index if arg in self.commands else None
+        return None
+
+    def _options_with_values(self, ctx: Context) -> set[str]:
+        names: set[str] = set()
+        for command in self.commands.values():
+            for param in command.get_params(ctx):
+                if isinstance(param, TyperOption) and not param.is_flag and not param.count:
+                    names.update(param.opts)
+        return names
+
+    def format_usage(self, ctx: Context, formatter: HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "[COMMAND] [ARGS]...")
 
 
 def use_color() -> bool:

@@ -49,6 +49,7 @@ class Context:
     state_directory: Path | None = None
     deployer: Deployer | None = None  # None: deploy through k26ctl.deploy
     measure: Measure | None = None  # None: the HTTP load measurement
+    accept_new_host_key: bool = False
 
 
 def build_spec(
@@ -201,7 +202,9 @@ def _runner(prepared: Prepared, ctx: Context) -> PointRunner:
     if deployer is None:
         from k26ctl.bisect.steps import HostDeployer
 
-        deployer = HostDeployer(smoke_in_deploy=True, on_event=ctx.on_deploy_event)
+        deployer = HostDeployer(
+            smoke_in_deploy=True, on_event=ctx.on_deploy_event, accept_new_host_key=ctx.accept_new_host_key
+        )
     return PointRunner(prepared.base, deployer, ctx.measure or http_measure(prepared.load))
 
 
@@ -235,7 +238,7 @@ def start(spec: SweepSpec, ctx: Context) -> SweepResult:
         if ctx.deployer is None:
             from k26ctl.bisect.restore import capture_live
 
-            spec.original = capture_live(prepared.base)
+            spec.original = capture_live(prepared.base, accept_new_host_key=ctx.accept_new_host_key)
         session.create(spec)
         return run_sweep(session, spec, prepared, _runner(prepared, ctx), ctx.reporter)
 
@@ -299,7 +302,10 @@ def reset(ctx: Context, *, restore: bool = True) -> ResetResult:
 
             _confirm(ctx, "Restore the unit and patches that were live before the sweep, and restart?")
             outcome = restore_live(
-                load_profile(spec.profile, spec.sets), spec.original, on_event=ctx.on_deploy_event
+                load_profile(spec.profile, spec.sets),
+                spec.original,
+                on_event=ctx.on_deploy_event,
+                accept_new_host_key=ctx.accept_new_host_key,
             )
             if not outcome.ready:
                 raise K26Error(
