@@ -16,6 +16,7 @@ from k26ctl.cli.common import (
     accept_new_host_key_option,
     json_option,
     print_json,
+    profile_argument,
     set_option,
     yes_option,
 )
@@ -76,8 +77,8 @@ def session_option() -> Any:
 
 
 def start(
-    target: str | None = typer.Argument(
-        None, metavar="PROFILE", help="Profile to search (numeric mode; none with --resume or set mode)."
+    target: str | None = profile_argument(
+        "Profile to search (numeric mode; none with --resume or set mode).", required=False
     ),
     param: str | None = typer.Option(None, "--param", "-p", metavar="KEY", help="Dotted profile key."),
     good: str | None = typer.Option(None, "--good", metavar="A", help="A value known to work."),
@@ -204,15 +205,6 @@ def reset(
     print_json(outcome.to_json()) if as_json else print(outcome.message)
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(cls=DefaultCommandGroup, help=HELP)
-    group.command("start", help=START_HELP, short_help=START_SHORT)(start)
-    group.command("log")(log)
-    group.command("replay")(replay)
-    group.command("reset")(reset)
-    app.add_typer(group, name="bisect-config")
-
-
 def _context(
     session: str, yes: bool, accept_new_host_key: bool, *, run_recorded_command: bool = False
 ) -> Context:
@@ -259,3 +251,12 @@ def _interruptible(call: Callable[[], SearchResult], session: str) -> SearchResu
             file=sys.stderr,
         )
         raise
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(cls=DefaultCommandGroup, help=HELP)
+    group.command("start", help=START_HELP, short_help=START_SHORT)(start)
+    group.command("log")(log)
+    group.command("replay")(replay)
+    group.command("reset")(reset)
+    app.add_typer(group, name="bisect-config")

@@ -21,8 +21,8 @@ def set_option() -> Any:
     return typer.Option([], "--set", "-s", metavar="KEY=VALUE", help=SET_HELP)
 
 
-def profile_argument(help: str = "Profile file or shipped profile name.") -> Any:
-    return typer.Argument(..., metavar="PROFILE", help=help)
+def profile_argument(help: str = "Profile file (or shipped profile name).", *, required: bool = True) -> Any:
+    return typer.Argument(... if required else None, metavar="PROFILE", help=help)
 
 
 def accept_new_host_key_option() -> Any:
@@ -31,8 +31,8 @@ def accept_new_host_key_option() -> Any:
     )
 
 
-def json_option() -> Any:
-    return typer.Option(False, "--json", help="Print one JSON document on stdout.")
+def json_option(help: str = "Print one JSON document on stdout.") -> Any:
+    return typer.Option(False, "--json", help=help)
 
 
 def yes_option() -> Any:

@@ -14,7 +14,14 @@ from typing import Any
 
 import typer
 
-from k26ctl.cli.common import json_option, set_option, yes_option
+from k26ctl.cli.common import (
+    accept_new_host_key_option,
+    json_option,
+    profile_argument,
+    set_option,
+    verbose_option,
+    yes_option,
+)
 from k26ctl.errors import UsageError
 
 
@@ -22,84 +29,76 @@ def interactive() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("deploy")
-    def deploy_command(
-        profile: str = typer.Argument(..., help="Profile file (or shipped profile name)."),
-        overrides: list[str] = set_option(),
-        check: bool = typer.Option(
-            False, "--check", help="Only say what would change: exit 0 nothing to do, 3 changes pending."
-        ),
-        diff: bool = typer.Option(False, "--diff", help="Show unified diffs of the unit and the patches."),
-        force: bool = typer.Option(False, "--force", help="Restart even when nothing changed."),
-        smoke: bool | None = typer.Option(
-            None,
-            "--smoke/--no-smoke",
-            help="Run the smoke suite after the deploy (default: when speculative settings changed).",
-        ),
-        rollback_on_failure: bool = typer.Option(
-            False,
-            "--rollback-on-failure",
-            help="Restore the previous unit and patches when the deploy fails.",
-        ),
-        as_json: bool = json_option(),
-        yes: bool = yes_option(),
-        accept_new_host_key: bool = typer.Option(
-            False, "--accept-new-host-key", help="Trust and record an unknown host key (never a changed one)."
-        ),
-        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the server's journal lines."),
-        serial: int | None = typer.Option(
-            None, "--serial", min=1, help="Fleet: members per batch after the canary."
-        ),
-        max_fail: int | None = typer.Option(
-            None, "--max-fail", min=0, help="Fleet: failed members tolerated."
-        ),
-        min_healthy: int | None = typer.Option(
-            None, "--min-healthy", min=0, help="Fleet: never leave fewer healthy workers in the router."
-        ),
-        drain_timeout: float | None = typer.Option(
-            None, "--drain-timeout", help="Fleet: seconds to reach load 0."
-        ),
-        soak: float | None = typer.Option(None, "--soak", help="Fleet: seconds to watch a member once back."),
-        resume: bool = typer.Option(False, "--resume", help="Fleet: continue a halted or interrupted roll."),
-    ) -> None:
-        """Deploy PROFILE to its host and prove the model came up and speaks sense. Given a fleet file
-        (top-level `fleet:`), roll it across the members behind the router: canary, then batches.
+def deploy_command(
+    profile: str = profile_argument("Profile file (or shipped profile name), or a fleet file."),
+    overrides: list[str] = set_option(),
+    check: bool = typer.Option(
+        False, "--check", help="Only say what would change: exit 0 nothing to do, 3 changes pending."
+    ),
+    diff: bool = typer.Option(False, "--diff", help="Show unified diffs of the unit and the patches."),
+    force: bool = typer.Option(False, "--force", help="Restart even when nothing changed."),
+    smoke: bool | None = typer.Option(
+        None,
+        "--smoke/--no-smoke",
+        help="Run the smoke suite after the deploy (default: when speculative settings changed).",
+    ),
+    rollback_on_failure: bool = typer.Option(
+        False,
+        "--rollback-on-failure",
+        help="Restore the previous unit and patches when the deploy fails.",
+    ),
+    as_json: bool = json_option(),
+    yes: bool = yes_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
+    verbose: bool = verbose_option(),
+    serial: int | None = typer.Option(
+        None, "--serial", min=1, help="Fleet: members per batch after the canary."
+    ),
+    max_fail: int | None = typer.Option(None, "--max-fail", min=0, help="Fleet: failed members tolerated."),
+    min_healthy: int | None = typer.Option(
+        None, "--min-healthy", min=0, help="Fleet: never leave fewer healthy workers in the router."
+    ),
+    drain_timeout: float | None = typer.Option(
+        None, "--drain-timeout", help="Fleet: seconds to reach load 0."
+    ),
+    soak: float | None = typer.Option(None, "--soak", help="Fleet: seconds to watch a member once back."),
+    resume: bool = typer.Option(False, "--resume", help="Fleet: continue a halted or interrupted roll."),
+) -> None:
+    """Deploy PROFILE to its host and prove the model came up and speaks sense. Given a fleet file
+    (top-level `fleet:`), roll it across the members behind the router: canary, then batches.
 
-        Exit codes: 0 ok (or nothing to do), 1 the deploy failed (not ready, smoke failed, lock held),
-        2 usage (also: changes pending with no terminal and no --yes), 3 changes pending (--check),
-        69 host unreachable, 78 bad profile, 130 interrupted (the message says which unit is in place).
-        Without a terminal k26ctl never prompts: changes need --yes or K26CTL_YES=1."""
-        from k26ctl.cli.fleet_cmd import deploy_fleet, is_fleet, refuse_fleet_options
+    Exit codes: 0 ok (or nothing to do), 1 the deploy failed (not ready, smoke failed, lock held),
+    2 usage (also: changes pending with no terminal and no --yes), 3 changes pending (--check),
+    69 host unreachable, 78 bad profile, 130 interrupted (the message says which unit is in place).
+    Without a terminal k26ctl never prompts: changes need --yes or K26CTL_YES=1."""
+    from k26ctl.cli.fleet_cmd import deploy_fleet, is_fleet, refuse_fleet_options
 
-        roll: dict[str, Any] = {"serial": serial, "max_fail": max_fail, "min_healthy": min_healthy,
-                "drain_timeout": drain_timeout, "soak": soak, "resume": resume}  # fmt: skip
-        if is_fleet(profile):
-            if force or smoke is not None or rollback_on_failure:
-                raise UsageError(
-                    "--force, --smoke/--no-smoke and --rollback-on-failure do not apply to a fleet"
-                )
-            deploy_fleet(profile, overrides, check=check, diff=diff, as_json=as_json, yes=yes,
-                         accept_new_host_key=accept_new_host_key, **roll)  # fmt: skip
-        refuse_fleet_options(**roll)
-        from k26ctl.deploy.preload import preload
+    roll: dict[str, Any] = {"serial": serial, "max_fail": max_fail, "min_healthy": min_healthy,
+            "drain_timeout": drain_timeout, "soak": soak, "resume": resume}  # fmt: skip
+    if is_fleet(profile):
+        if force or smoke is not None or rollback_on_failure:
+            raise UsageError("--force, --smoke/--no-smoke and --rollback-on-failure do not apply to a fleet")
+        deploy_fleet(profile, overrides, check=check, diff=diff, as_json=as_json, yes=yes,
+                     accept_new_host_key=accept_new_host_key, **roll)  # fmt: skip
+    refuse_fleet_options(**roll)
+    from k26ctl.deploy.preload import preload
 
-        preload()
-        from k26ctl.deploy import DeployOptions, deploy
-        from k26ctl.profile import load_profile
+    preload()
+    from k26ctl.deploy import DeployOptions, deploy
+    from k26ctl.profile import load_profile
 
-        loaded = load_profile(profile, overrides)
-        opts = DeployOptions(
-            check=check,
-            diff=diff,
-            force=force,
-            smoke=smoke,
-            rollback_on_failure=rollback_on_failure,
-            yes=yes,
-            confirm=confirmer(yes),
-            accept_new_host_key=accept_new_host_key,
-        )
-        run_and_present(deploy, loaded, opts, verbose=verbose, as_json=as_json, show_diff=diff)
+    loaded = load_profile(profile, overrides)
+    opts = DeployOptions(
+        check=check,
+        diff=diff,
+        force=force,
+        smoke=smoke,
+        rollback_on_failure=rollback_on_failure,
+        yes=yes,
+        confirm=confirmer(yes),
+        accept_new_host_key=accept_new_host_key,
+    )
+    run_and_present(deploy, loaded, opts, verbose=verbose, as_json=as_json, show_diff=diff)
 
 
 def confirmer(yes: bool) -> Any:
@@ -138,3 +137,7 @@ def _rich() -> Any:
     from k26ctl.cli.common import use_color
 
     return sys.stderr.isatty() and use_color()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("deploy")(deploy_command)

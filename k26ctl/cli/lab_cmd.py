@@ -75,7 +75,7 @@ def host_status(name: str = _name_option(), json_out: bool = json_option()) -> N
         raise typer.Exit(1)
 
 
-def build_lab_app() -> typer.Typer:
+def register(app: typer.Typer) -> None:
     lab_app = typer.Typer(
         help="The local lab: a real systemd + sshd test host and a CPU stand-in for SGLang.",
         no_args_is_help=True,
@@ -87,8 +87,4 @@ def build_lab_app() -> typer.Typer:
     lab_app.add_typer(host_app, name="host")
     for module in LAB_COMMAND_MODULES:
         importlib.import_module(f"k26ctl.cli.{module}").register(lab_app)
-    return lab_app
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(build_lab_app(), name="lab")
+    app.add_typer(lab_app, name="lab")

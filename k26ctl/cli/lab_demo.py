@@ -6,44 +6,44 @@ import sys
 
 import typer
 
+from k26ctl.cli.common import verbose_option
 
-def register(lab_app: typer.Typer) -> None:
-    @lab_app.command("demo")
-    def demo_command(
-        name: str = typer.Option("k26lab", "--name", help="Lab host name."),
-        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each deploy's steps."),
-        bisect: bool = typer.Option(
-            False, "--bisect", help="Last, bisect the first bad DDTree budget, then reset."
-        ),
-        fleet: bool = typer.Option(
-            False, "--fleet", help="Instead: 3 lab hosts behind sglang-router, a good roll and a halted one."
-        ),
-    ) -> None:
-        """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
-        (smoke passes), print what happened. The host stays up. With --fleet: rolls behind the router
-        under chat load (good, halted at the canary, resumed), fleet NAME (default k26fleet) left up."""
-        if fleet:
-            _fleet_demo("k26fleet" if name == "k26lab" else name, verbose)
-        from k26ctl.cli.present.bisect import ProgressPrinter
-        from k26ctl.cli.present.deploy import PlainPresenter
-        from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
 
-        presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
-        printer = ProgressPrinter()
-        ctx = DemoContext(
-            lab=name,
-            on_event=presenter,
-            say=lambda text: print(text, flush=True),
-            bisect_reporter=printer,
-            note=printer.note,
-        )
-        steps = list(DEFAULT_STEPS)
-        if bisect:
-            steps.append(step_bisect)
-        outcomes = run_demo(ctx, steps)
-        for line in summary_lines(outcomes, name):
-            print(line)
-        raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
+def demo_command(
+    name: str = typer.Option("k26lab", "--name", help="Lab host name."),
+    verbose: bool = verbose_option("Show each deploy's steps."),
+    bisect: bool = typer.Option(
+        False, "--bisect", help="Last, bisect the first bad DDTree budget, then reset."
+    ),
+    fleet: bool = typer.Option(
+        False, "--fleet", help="Instead: 3 lab hosts behind sglang-router, a good roll and a halted one."
+    ),
+) -> None:
+    """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
+    (smoke passes), print what happened. The host stays up. With --fleet: rolls behind the router
+    under chat load (good, halted at the canary, resumed), fleet NAME (default k26fleet) left up."""
+    if fleet:
+        _fleet_demo("k26fleet" if name == "k26lab" else name, verbose)
+    from k26ctl.cli.present.bisect import ProgressPrinter
+    from k26ctl.cli.present.deploy import PlainPresenter
+    from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
+
+    presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
+    printer = ProgressPrinter()
+    ctx = DemoContext(
+        lab=name,
+        on_event=presenter,
+        say=lambda text: print(text, flush=True),
+        bisect_reporter=printer,
+        note=printer.note,
+    )
+    steps = list(DEFAULT_STEPS)
+    if bisect:
+        steps.append(step_bisect)
+    outcomes = run_demo(ctx, steps)
+    for line in summary_lines(outcomes, name):
+        print(line)
+    raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
 
 
 def _fleet_demo(name: str, verbose: bool) -> None:
@@ -60,3 +60,7 @@ def _fleet_demo(name: str, verbose: bool) -> None:
         mark = "as expected" if roll.as_expected else "NOT as expected"
         print(f"  {roll.title}: {roll.result.status} ({mark})")
     raise typer.Exit(0 if all(r.as_expected for r in rolls) else 1)
+
+
+def register(lab_app: typer.Typer) -> None:
+    lab_app.command("demo")(demo_command)

@@ -23,11 +23,7 @@ if TYPE_CHECKING:
 
     PatchChange = Callable[[Host, Profile, list[str] | None], list[PatchResult]]
 
-patch_app = typer.Typer(
-    name="patch",
-    help="Source patches for the host's SGLang tree (templates/patches/*.yaml).",
-    no_args_is_help=True,
-)
+HELP = "Source patches for the host's SGLang tree (templates/patches/*.yaml)."
 
 NAME_HELP = "Only this patch (repeatable; default: the profile's patches list)."
 
@@ -44,7 +40,6 @@ def _host_and_profile(profile: str, overrides: list[str], accept_new_host_key: b
     return connect(loaded.profile, accept_new_host_key=accept_new_host_key), loaded.profile
 
 
-@patch_app.command("list")
 def list_cmd(json_out: bool = json_option()) -> None:
     """Show the shipped patch set (local, no host)."""
     from k26ctl.patches import load_patches
@@ -73,7 +68,6 @@ def list_cmd(json_out: bool = json_option()) -> None:
         )
 
 
-@patch_app.command("status")
 def status_cmd(
     profile: str = profile_argument(),
     overrides: list[str] = set_option(),
@@ -120,7 +114,6 @@ def _change_locked(
         return action(host, prof, _names(name))
 
 
-@patch_app.command("apply")
 def apply_cmd(
     profile: str = profile_argument(),
     overrides: list[str] = set_option(),
@@ -134,7 +127,6 @@ def apply_cmd(
     _print_results(_change_locked(apply_patches, profile, overrides, name, accept_new_host_key), json_out)
 
 
-@patch_app.command("revert")
 def revert_cmd(
     profile: str = profile_argument(),
     overrides: list[str] = set_option(),
@@ -148,7 +140,6 @@ def revert_cmd(
     _print_results(_change_locked(revert_patches, profile, overrides, name, accept_new_host_key), json_out)
 
 
-@patch_app.command("check")
 def check_cmd(
     sglang_version: str | None = typer.Option(
         None, "--sglang-version", help="Download this SGLang release wheel (cached) and check it."
@@ -188,4 +179,10 @@ def check_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    patch_app = typer.Typer(help=HELP, no_args_is_help=True)
+    patch_app.command("list")(list_cmd)
+    patch_app.command("status")(status_cmd)
+    patch_app.command("apply")(apply_cmd)
+    patch_app.command("revert")(revert_cmd)
+    patch_app.command("check")(check_cmd)
     app.add_typer(patch_app, name="patch")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from k26ctl.cli.common import set_option
+from k26ctl.cli.common import profile_argument, set_option
 
 FORMATS = ("unit", "argv", "env", "json")
 
 
 def render(
-    profile: str = typer.Argument(..., metavar="PROFILE", help="Profile file or shipped profile name."),
+    profile: str = profile_argument(),
     overrides: list[str] = set_option(),
     fmt: str = typer.Option("unit", "--format", "-f", help=f"One of: {', '.join(FORMATS)}."),
 ) -> None:

@@ -8,93 +8,87 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from k26ctl.cli.common import accept_new_host_key_option, json_option, set_option
+from k26ctl.cli.common import accept_new_host_key_option, json_option, profile_argument, set_option
 
 if TYPE_CHECKING:
     from k26ctl.smoke.report import RequestResult, SmokeReport
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("smoke")
-    def smoke(
-        profile: str | None = typer.Argument(None, metavar="[PROFILE]", help="Profile naming the server."),
-        overrides: list[str] = set_option(),
-        url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
-        accept_new_host_key: bool = accept_new_host_key_option(),
-        model: str | None = typer.Option(None, "--model", help="Model name (default: from /v1/models)."),
-        suite: str | None = typer.Option(
-            None, "--suite", help="Suite file, or a shipped suite name (default, lab). Default: profile's."
-        ),
-        as_json: bool = json_option(),
-        junit: Path | None = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML."),
-        concurrency: int | None = typer.Option(
-            None, "--concurrency", min=1, help="Requests in flight (>= 2)."
-        ),
-        baseline: Path | None = typer.Option(
-            None, "--baseline", metavar="FILE", help="Compare greedy outputs."
-        ),
-        record_baseline: Path | None = typer.Option(
-            None, "--record-baseline", metavar="FILE", help="Store greedy outputs and the server identity."
-        ),
-        min_exact_match: float = typer.Option(
-            1.0, "--min-exact-match", min=0.0, max=1.0, help="Baseline pass rule (1.0 all; 0.66 lenient)."
-        ),
-        min_accept_length: float | None = typer.Option(
-            None,
-            "--min-accept-length",
-            help="Accept-length floor (default: profile smoke.min_accept_length).",
-        ),
-        timeout: float | None = typer.Option(None, "--timeout", help="Seconds per request (default 120)."),
-        api_key_env: str | None = typer.Option(
-            None, "--api-key-env", metavar="VAR", help="Environment variable holding the API key."
-        ),
-        no_expect: bool = typer.Option(False, "--no-expect", help="Skip the prompts' expect checks."),
-        no_probes: bool = typer.Option(
-            False, "--no-probes", help="Skip the greedy self-consistency probes after the suite."
-        ),
-        probe_positions: int | None = typer.Option(
-            None, "--probe-positions", min=1, help="Output tokens probed per answer (default 32)."
-        ),
-    ) -> None:
-        """Run the coherence suite against a live SGLang server."""
-        from k26ctl.errors import UnreachableError, UsageError
+def smoke(
+    profile: str | None = profile_argument("Profile naming the server.", required=False),
+    overrides: list[str] = set_option(),
+    url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+    accept_new_host_key: bool = accept_new_host_key_option(),
+    model: str | None = typer.Option(None, "--model", help="Model name (default: from /v1/models)."),
+    suite: str | None = typer.Option(
+        None, "--suite", help="Suite file, or a shipped suite name (default, lab). Default: profile's."
+    ),
+    as_json: bool = json_option(),
+    junit: Path | None = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML."),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Requests in flight (>= 2)."),
+    baseline: Path | None = typer.Option(None, "--baseline", metavar="FILE", help="Compare greedy outputs."),
+    record_baseline: Path | None = typer.Option(
+        None, "--record-baseline", metavar="FILE", help="Store greedy outputs and the server identity."
+    ),
+    min_exact_match: float = typer.Option(
+        1.0, "--min-exact-match", min=0.0, max=1.0, help="Baseline pass rule (1.0 all; 0.66 lenient)."
+    ),
+    min_accept_length: float | None = typer.Option(
+        None,
+        "--min-accept-length",
+        help="Accept-length floor (default: profile smoke.min_accept_length).",
+    ),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per request (default 120)."),
+    api_key_env: str | None = typer.Option(
+        None, "--api-key-env", metavar="VAR", help="Environment variable holding the API key."
+    ),
+    no_expect: bool = typer.Option(False, "--no-expect", help="Skip the prompts' expect checks."),
+    no_probes: bool = typer.Option(
+        False, "--no-probes", help="Skip the greedy self-consistency probes after the suite."
+    ),
+    probe_positions: int | None = typer.Option(
+        None, "--probe-positions", min=1, help="Output tokens probed per answer (default 32)."
+    ),
+) -> None:
+    """Run the coherence suite against a live SGLang server."""
+    from k26ctl.errors import UnreachableError, UsageError
 
-        if (profile is None) == (url is None):
-            raise UsageError(
-                "give either a PROFILE or --url URL", "e.g. k26ctl smoke ddtree-b7, or --url http://..."
-            )
-        if url is not None and overrides:
-            raise UsageError("--set applies to a profile, not to --url")
-        _check_options(url, timeout, junit, record_baseline)
-        try:
-            report = _run(
-                profile,
-                overrides,
-                url,
-                model,
-                suite,
-                concurrency,
-                baseline,
-                record_baseline,
-                min_exact_match,
-                min_accept_length,
-                timeout,
-                api_key_env,
-                no_expect,
-                no_probes,
-                probe_positions,
-                quiet=as_json,
-                accept_new_host_key=accept_new_host_key,
-            )
-        except UnreachableError as exc:
-            if junit is not None:  # CI still gets a report saying why nothing ran
-                from k26ctl.outputs import write_atomic
-                from k26ctl.smoke.report import unreachable_junit
+    if (profile is None) == (url is None):
+        raise UsageError(
+            "give either a PROFILE or --url URL", "e.g. k26ctl smoke ddtree-b7, or --url http://..."
+        )
+    if url is not None and overrides:
+        raise UsageError("--set applies to a profile, not to --url")
+    _check_options(url, timeout, junit, record_baseline)
+    try:
+        report = _run(
+            profile,
+            overrides,
+            url,
+            model,
+            suite,
+            concurrency,
+            baseline,
+            record_baseline,
+            min_exact_match,
+            min_accept_length,
+            timeout,
+            api_key_env,
+            no_expect,
+            no_probes,
+            probe_positions,
+            quiet=as_json,
+            accept_new_host_key=accept_new_host_key,
+        )
+    except UnreachableError as exc:
+        if junit is not None:  # CI still gets a report saying why nothing ran
+            from k26ctl.outputs import write_atomic
+            from k26ctl.smoke.report import unreachable_junit
 
-                write_atomic(junit, unreachable_junit(suite or "default", exc.one_line()))
-            raise
-        _present(report, as_json, junit)
-        raise typer.Exit(0 if report.passed else 1)
+            write_atomic(junit, unreachable_junit(suite or "default", exc.one_line()))
+        raise
+    _present(report, as_json, junit)
+    raise typer.Exit(0 if report.passed else 1)
 
 
 def _check_options(
@@ -221,3 +215,7 @@ def _present(report: SmokeReport, as_json: bool, junit: Path | None) -> None:
         return
     stdout_console().print(render_table(report))
     sys.stdout.flush()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("smoke")(smoke)

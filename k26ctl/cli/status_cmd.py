@@ -7,99 +7,110 @@ from typing import Any
 
 import typer
 
-from k26ctl.cli.common import json_option, set_option, yes_option
+from k26ctl.cli.common import (
+    accept_new_host_key_option,
+    json_option,
+    profile_argument,
+    set_option,
+    verbose_option,
+    yes_option,
+)
+
+
+def status_command(
+    profile: str = profile_argument(),
+    overrides: list[str] = set_option(),
+    as_json: bool = json_option(),
+    history: int = typer.Option(5, "--history", help="How many history records to show."),
+    accept_new_host_key: bool = accept_new_host_key_option(),
+) -> None:
+    """Service state, whether the unit matches PROFILE, readiness, patches and recent deploys."""
+    from k26ctl.cli.fleet_cmd import is_fleet, status_fleet
+
+    if is_fleet(profile):
+        status_fleet(profile, overrides, as_json=as_json)
+    from k26ctl.cli.common import print_json
+    from k26ctl.deploy.status import host_status
+    from k26ctl.profile import load_profile
+
+    report = host_status(
+        load_profile(profile, overrides), accept_new_host_key=accept_new_host_key, history=history
+    )
+    if as_json:
+        print_json(report.to_json())
+    else:
+        print(report.text())
+
+
+def logs_command(
+    profile: str = profile_argument(),
+    overrides: list[str] = set_option(),
+    lines: int = typer.Option(50, "--lines", "-n", help="How many recent lines."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines (Ctrl-C stops)."),
+    as_json: bool = json_option("One JSON object per line (JSON Lines)."),
+    accept_new_host_key: bool = accept_new_host_key_option(),
+) -> None:
+    """The service's journal on the host."""
+    import json
+
+    from k26ctl.deploy.status import show_logs
+    from k26ctl.profile import load_profile
+
+    def emit(entry: Any) -> None:
+        if as_json:
+            doc = {
+                "cursor": entry.cursor,
+                "timestamp_us": entry.timestamp_us,
+                "priority": entry.priority,
+                "pid": entry.pid,
+                "message": entry.message,
+            }
+            sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(entry.format() + "\n")
+        sys.stdout.flush()
+
+    try:
+        show_logs(
+            load_profile(profile, overrides),
+            emit,
+            lines=lines,
+            follow=follow,
+            accept_new_host_key=accept_new_host_key,
+        )
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+def rollback_command(
+    profile: str = profile_argument("Profile file (or shipped profile name) naming the host."),
+    overrides: list[str] = set_option(),
+    as_json: bool = json_option(),
+    yes: bool = yes_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
+    verbose: bool = verbose_option(),
+    resume: bool = typer.Option(False, "--resume", help="Fleet: continue a halted or interrupted roll."),
+) -> None:
+    """Restore the unit and patch set that were in place before the last change, restart, wait.
+    Given a fleet file, roll the rollback across the members behind the router.
+
+    Without a terminal, --yes (or K26CTL_YES=1) is required."""
+    from k26ctl.cli.fleet_cmd import deploy_fleet, is_fleet, refuse_fleet_options
+
+    if is_fleet(profile):
+        deploy_fleet(profile, overrides, check=False, diff=False, as_json=as_json, yes=yes,
+                     accept_new_host_key=accept_new_host_key, rollback=True, resume=resume)  # fmt: skip
+    refuse_fleet_options(resume=resume)
+    from k26ctl.cli.deploy_cmd import confirmer, run_and_present
+    from k26ctl.deploy import DeployOptions, rollback
+    from k26ctl.profile import load_profile
+
+    loaded = load_profile(profile, overrides)
+    opts = DeployOptions(yes=yes, confirm=confirmer(yes), accept_new_host_key=accept_new_host_key)
+    run_and_present(rollback, loaded, opts, verbose=verbose, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("status")
-    def status_command(
-        profile: str = typer.Argument(..., help="Profile file (or shipped profile name)."),
-        overrides: list[str] = set_option(),
-        as_json: bool = json_option(),
-        history: int = typer.Option(5, "--history", help="How many history records to show."),
-        accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
-    ) -> None:
-        """Service state, whether the unit matches PROFILE, readiness, patches and recent deploys."""
-        from k26ctl.cli.fleet_cmd import is_fleet, status_fleet
-
-        if is_fleet(profile):
-            status_fleet(profile, overrides, as_json=as_json)
-        from k26ctl.cli.common import print_json
-        from k26ctl.deploy.status import host_status
-        from k26ctl.profile import load_profile
-
-        report = host_status(
-            load_profile(profile, overrides), accept_new_host_key=accept_new_host_key, history=history
-        )
-        if as_json:
-            print_json(report.to_json())
-        else:
-            print(report.text())
-
-    @app.command("logs")
-    def logs_command(
-        profile: str = typer.Argument(..., help="Profile file (or shipped profile name)."),
-        overrides: list[str] = set_option(),
-        lines: int = typer.Option(50, "--lines", "-n", help="How many recent lines."),
-        follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines (Ctrl-C stops)."),
-        as_json: bool = typer.Option(False, "--json", help="One JSON object per line (JSON Lines)."),
-        accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
-    ) -> None:
-        """The service's journal on the host."""
-        import json
-
-        from k26ctl.deploy.status import show_logs
-        from k26ctl.profile import load_profile
-
-        def emit(entry: Any) -> None:
-            if as_json:
-                doc = {
-                    "cursor": entry.cursor,
-                    "timestamp_us": entry.timestamp_us,
-                    "priority": entry.priority,
-                    "pid": entry.pid,
-                    "message": entry.message,
-                }
-                sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
-            else:
-                sys.stdout.write(entry.format() + "\n")
-            sys.stdout.flush()
-
-        try:
-            show_logs(
-                load_profile(profile, overrides),
-                emit,
-                lines=lines,
-                follow=follow,
-                accept_new_host_key=accept_new_host_key,
-            )
-        except KeyboardInterrupt:
-            raise typer.Exit(0) from None
-
-    @app.command("rollback")
-    def rollback_command(
-        profile: str = typer.Argument(..., help="Profile file (or shipped profile name) naming the host."),
-        overrides: list[str] = set_option(),
-        as_json: bool = json_option(),
-        yes: bool = yes_option(),
-        accept_new_host_key: bool = typer.Option(False, "--accept-new-host-key"),
-        verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the server's journal lines."),
-        resume: bool = typer.Option(False, "--resume", help="Fleet: continue a halted or interrupted roll."),
-    ) -> None:
-        """Restore the unit and patch set that were in place before the last change, restart, wait.
-        Given a fleet file, roll the rollback across the members behind the router.
-
-        Without a terminal, --yes (or K26CTL_YES=1) is required."""
-        from k26ctl.cli.fleet_cmd import deploy_fleet, is_fleet, refuse_fleet_options
-
-        if is_fleet(profile):
-            deploy_fleet(profile, overrides, check=False, diff=False, as_json=as_json, yes=yes,
-                         accept_new_host_key=accept_new_host_key, rollback=True, resume=resume)  # fmt: skip
-        refuse_fleet_options(resume=resume)
-        from k26ctl.cli.deploy_cmd import confirmer, run_and_present
-        from k26ctl.deploy import DeployOptions, rollback
-        from k26ctl.profile import load_profile
-
-        loaded = load_profile(profile, overrides)
-        opts = DeployOptions(yes=yes, confirm=confirmer(yes), accept_new_host_key=accept_new_host_key)
-        run_and_present(rollback, loaded, opts, verbose=verbose, as_json=as_json)
+    app.command("status")(status_command)
+    app.command("logs")(logs_command)
+    app.command("rollback")(rollback_command)

@@ -15,6 +15,7 @@ from k26ctl.cli.common import (
     accept_new_host_key_option,
     json_option,
     print_json,
+    profile_argument,
     set_option,
     yes_option,
 )
@@ -78,9 +79,7 @@ def _levels(text: str) -> list[int]:
 
 
 def start(
-    target: str | None = typer.Argument(
-        None, metavar="PROFILE", help="Profile to sweep (none with --resume)."
-    ),
+    target: str | None = profile_argument("Profile to sweep (none with --resume).", required=False),
     params: list[str] = typer.Option([], "--param", "-p", metavar="KEY=SPEC", help="A key and its values."),
     concurrency: str = typer.Option("1,4", "--concurrency", "-c", metavar="C1,C2,...", help="Load levels."),
     objective_at: int | None = typer.Option(None, "--target", metavar="C", help="Concurrency to optimise."),
@@ -161,14 +160,6 @@ def reset(
     print_json(outcome.to_json()) if as_json else print(outcome.message)
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(cls=DefaultCommandGroup, help=HELP)
-    group.command("start", help=START_HELP, short_help=START_SHORT)(start)
-    group.command("log")(log)
-    group.command("reset")(reset)
-    app.add_typer(group, name="sweep")
-
-
 def _context(session: str, yes: bool, accept_new_host_key: bool) -> Context:
     from k26ctl.cli.sweep_present import SweepProgress
     from k26ctl.sweep import api
@@ -215,3 +206,11 @@ def _interruptible(call: Callable[[], SweepResult], session: str) -> SweepResult
             file=sys.stderr,
         )
         raise
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(cls=DefaultCommandGroup, help=HELP)
+    group.command("start", help=START_HELP, short_help=START_SHORT)(start)
+    group.command("log")(log)
+    group.command("reset")(reset)
+    app.add_typer(group, name="sweep")
