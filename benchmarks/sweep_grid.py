@@ -110,7 +110,7 @@ def saved_grid(path: Path, target: int) -> list[Any]:
 
 
 def run_sweep(args: argparse.Namespace, state: Path) -> Any:
-    from k26ctl.cli.sweep_present import SweepProgress
+    from k26ctl.cli.present.sweep import SweepProgress
     from k26ctl.sweep import api
     from k26ctl.sweep.state import SweepSession
 

@@ -47,7 +47,7 @@ def demo_command(
 
 
 def _fleet_demo(name: str, verbose: bool) -> None:
-    from k26ctl.cli.fleet_cmd import progress
+    from k26ctl.cli.present.fleet import progress
     from k26ctl.lab.fleet_demo import run_fleet_demo
 
     def show(event: object) -> None:  # member phases always, the deploys' own steps with --verbose

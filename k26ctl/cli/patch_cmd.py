@@ -42,30 +42,14 @@ def _host_and_profile(profile: str, overrides: list[str], accept_new_host_key: b
 
 def list_cmd(json_out: bool = json_option()) -> None:
     """Show the shipped patch set (local, no host)."""
+    from k26ctl.cli.present.patch import patch_list_json, print_patch_list
     from k26ctl.patches import load_patches
 
-    patches = load_patches()
+    patches = list(load_patches().values())
     if json_out:
-        print_json(
-            [
-                {
-                    "name": p.name,
-                    "summary": p.summary,
-                    "target": p.target,
-                    "versions": list(p.versions),
-                    "edits": len(p.edits),
-                    "not_needed": p.not_needed.reason if p.not_needed else None,
-                    "description": p.description,
-                }
-                for p in patches.values()
-            ]
-        )
-        return
-    for p in patches.values():
-        versions = ", ".join(p.versions) or "any"
-        typer.echo(
-            f"{p.name}\n  {p.summary}\n  target: {p.target}  releases: {versions}  edits: {len(p.edits)}"
-        )
+        print_json(patch_list_json(patches))
+    else:
+        print_patch_list(patches)
 
 
 def status_cmd(
@@ -84,11 +68,9 @@ def status_cmd(
     if json_out:
         print_json([s.to_json() for s in states])
     else:
-        if not states:
-            typer.echo("the profile lists no patches (use --name)")
-        for s in states:
-            version = f" (SGLang {s.sglang_version})" if s.sglang_version else ""
-            typer.echo(f"{s.name}: {s.state} - {s.message}\n  {s.target}{version}")
+        from k26ctl.cli.present.patch import print_states
+
+        print_states(states)
     if any(s.state == "refused" for s in states):
         raise typer.Exit(1)
 
@@ -97,10 +79,9 @@ def _print_results(results: list[PatchResult], json_out: bool) -> None:
     if json_out:
         print_json([r.to_json() for r in results])
         return
-    for r in results:
-        verb = "changed" if r.changed else "ok"
-        backup = f" (backup {r.backup_path})" if r.backup_path else ""
-        typer.echo(f"{r.name}: {verb} - {r.message}{backup}\n  {r.target}")
+    from k26ctl.cli.present.patch import print_results
+
+    print_results(results)
 
 
 def _change_locked(
@@ -169,11 +150,9 @@ def check_cmd(
     if json_out:
         print_json(report.to_json())
     else:
-        typer.echo(report.source)
-        for o in report.outcomes:
-            typer.echo(f"  {o.name}: {o.result} - {o.message}")
-            if show_diff and o.diff:
-                typer.echo(o.diff, nl=False)
+        from k26ctl.cli.present.patch import print_check
+
+        print_check(report, show_diff=show_diff)
     if not report.ok:
         raise typer.Exit(1)
 

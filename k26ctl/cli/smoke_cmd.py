@@ -203,7 +203,7 @@ def _present(report: SmokeReport, as_json: bool, junit: Path | None) -> None:
     from rich.text import Text
 
     from k26ctl.cli.common import print_json, stderr_console, stdout_console
-    from k26ctl.smoke.report import render_table
+    from k26ctl.cli.present.smoke import render_table
 
     if junit is not None:
         from k26ctl.outputs import write_atomic

@@ -39,7 +39,9 @@ def status_command(
     if as_json:
         print_json(report.to_json())
     else:
-        print(report.text())
+        from k26ctl.cli.present.status import status_text
+
+        print(status_text(report))
 
 
 def logs_command(

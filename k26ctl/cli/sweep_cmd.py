@@ -161,7 +161,7 @@ def reset(
 
 
 def _context(session: str, yes: bool, accept_new_host_key: bool) -> Context:
-    from k26ctl.cli.sweep_present import SweepProgress
+    from k26ctl.cli.present.sweep import SweepProgress
     from k26ctl.sweep import api
 
     progress = SweepProgress()
@@ -179,7 +179,7 @@ def _context(session: str, yes: bool, accept_new_host_key: bool) -> Context:
 def _finish(
     spec: SweepSpec, result: SweepResult, session: str, write_profile: Path | None, as_json: bool
 ) -> None:
-    from k26ctl.cli.sweep_present import render_table
+    from k26ctl.cli.present.sweep import render_table
     from k26ctl.sweep.result import write_winner
 
     if write_profile is not None and result.best is not None:

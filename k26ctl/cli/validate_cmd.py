@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import typer
 
 from k26ctl.cli.common import (
@@ -13,9 +11,6 @@ from k26ctl.cli.common import (
     profile_argument,
     set_option,
 )
-
-if TYPE_CHECKING:
-    from k26ctl.validate import ValidationReport
 
 
 def validate(
@@ -51,26 +46,10 @@ def validate(
     if json_out:
         print_json(report.to_json())
     else:
-        _print_report(report, str(loaded.path))
+        from k26ctl.cli.present.validate import print_report
+
+        print_report(report, str(loaded.path))
     raise typer.Exit(ExitCode.OK if report.valid else ExitCode.CONFIG)
-
-
-def _print_report(report: ValidationReport, where: str) -> None:
-    from k26ctl.cli.common import use_color
-
-    colors = {"error": "31", "warning": "33", "info": "36"}
-    color = use_color()
-    for f in report.findings:
-        level = f"{f.level:<7}"
-        if color:
-            level = f"\x1b[{colors[f.level]}m{level}\x1b[0m"
-        typer.echo(f"{level} {f.code}: {f.message}")
-        if f.hint:
-            typer.echo(f"        hint: {f.hint}")
-    errors = len(report.errors)
-    warnings = len(report.warnings)
-    verdict = "valid" if report.valid else "invalid"
-    typer.echo(f"{where}: {verdict} ({errors} error(s), {warnings} warning(s))")
 
 
 def register(app: typer.Typer) -> None:

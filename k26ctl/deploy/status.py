@@ -58,36 +58,6 @@ class StatusReport:
             "history": [r.to_json() for r in self.history],
         }
 
-    def text(self) -> str:
-        st = self.unit_state
-        lines = [
-            f"{self.unit} on {self.host}: {st.active_state}/{st.sub_state}, pid {st.main_pid}, "
-            f"restarts {st.n_restarts}",
-            f"unit {self.unit_path}: "
-            + (
-                "missing"
-                if self.unit_sha is None
-                else ("matches the profile" if self.unit_matches_profile else "differs from the profile")
-            )
-            + (" (daemon-reload pending)" if self.props.get("NeedDaemonReload") == "yes" else ""),
-            "ready: "
-            + ("yes" if self.probe and self.probe.ok else f"no ({self.probe.detail if self.probe else '-'})"),
-        ]
-        if self.patch_error:
-            lines.append(f"patches: unknown ({self.patch_error})")
-        for patch in self.patches:
-            lines.append(f"patch {patch.name}: {patch.state}")
-        if self.history:
-            lines.append("history (newest last):")
-            for r in self.history:
-                load = f" load {r.load_seconds:.1f}s" if r.load_seconds else ""
-                sha = (r.unit_sha or "-")[:12]
-                lines.append(
-                    f"  {r.time} {r.kind:<8} {r.profile or '-':<28} {r.verdict:<10} unit {sha}"
-                    f"{' restarted' if r.restarted else ''}{load} by {r.operator}"
-                )
-        return "\n".join(lines)
-
 
 def host_status(
     loaded: LoadedProfile,

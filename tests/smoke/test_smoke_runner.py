@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from k26ctl.cli.present.smoke import render_table
 from k26ctl.errors import ConfigError, PermissionDeniedError, UnreachableError
 from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
 from k26ctl.smoke.baseline import Baseline
-from k26ctl.smoke.report import render_table
 from k26ctl.smoke.suite import Suite, parse_suite
 from tests.smoke.fake_sglang import FakeSGLang, Fault
 

@@ -1,0 +1,40 @@
+"""`k26ctl status`'s text: the unit's state, whether it matches the profile, readiness, patches, history."""
+
+from __future__ import annotations
+
+from k26ctl.deploy.status import StatusReport
+
+
+def status_text(report: StatusReport) -> str:
+    st = report.unit_state
+    lines = [
+        f"{report.unit} on {report.host}: {st.active_state}/{st.sub_state}, pid {st.main_pid}, "
+        f"restarts {st.n_restarts}",
+        f"unit {report.unit_path}: "
+        + (
+            "missing"
+            if report.unit_sha is None
+            else ("matches the profile" if report.unit_matches_profile else "differs from the profile")
+        )
+        + (" (daemon-reload pending)" if report.props.get("NeedDaemonReload") == "yes" else ""),
+        "ready: "
+        + (
+            "yes"
+            if report.probe and report.probe.ok
+            else f"no ({report.probe.detail if report.probe else '-'})"
+        ),
+    ]
+    if report.patch_error:
+        lines.append(f"patches: unknown ({report.patch_error})")
+    for patch in report.patches:
+        lines.append(f"patch {patch.name}: {patch.state}")
+    if report.history:
+        lines.append("history (newest last):")
+        for r in report.history:
+            load = f" load {r.load_seconds:.1f}s" if r.load_seconds else ""
+            sha = (r.unit_sha or "-")[:12]
+            lines.append(
+                f"  {r.time} {r.kind:<8} {r.profile or '-':<28} {r.verdict:<10} unit {sha}"
+                f"{' restarted' if r.restarted else ''}{load} by {r.operator}"
+            )
+    return "\n".join(lines)
