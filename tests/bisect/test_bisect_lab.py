@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from k26ctl.resources import profiles_dir
+from tests.support.cli import run_k26ctl, spawn_k26ctl
 
 pytestmark = [pytest.mark.labhost, pytest.mark.lab]
 
@@ -34,7 +34,7 @@ def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
     state = tmp_path / "state"
     (state / "k26ctl").mkdir(parents=True)
     (state / "k26ctl" / "lab").symlink_to(real)
-    return {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
+    return {"XDG_STATE_HOME": str(state)}
 
 
 def lab_sets(lab_host, *, short_suite: bool = True) -> list[str]:
@@ -42,12 +42,6 @@ def lab_sets(lab_host, *, short_suite: bool = True) -> list[str]:
     that keeps each step short."""
     sets = ["--set", f"host.lab={lab_host.name}"]
     return [*sets, "--set", f"smoke.suite={SUITE}"] if short_suite else sets
-
-
-def k26ctl(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args], env=env, capture_output=True, text=True, timeout=600
-    )
 
 
 def budget_search(lab_host, *extra: str, short_suite: bool = True) -> list[str]:
@@ -86,7 +80,7 @@ def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(lab_
     """The command as an operator types it: the profile's own smoke suite judges each step."""
     before = unit_sha_on_host(lab_host)
     started = time.monotonic()
-    done = k26ctl(*budget_search(lab_host, short_suite=False), env=lab_env)
+    done = run_k26ctl(*budget_search(lab_host, short_suite=False), env=lab_env, timeout=600)
     wall = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
@@ -97,11 +91,11 @@ def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(lab_
     assert {s["verdict"] for s in doc["steps"]} == {"good", "bad"}
     print(f"\nlab budget search: {doc['restarts']} restarts (bound 6, a sweep needs 10), {wall:.1f} s wall")
 
-    log = k26ctl("bisect-config", "log", env=lab_env)
+    log = run_k26ctl("bisect-config", "log", env=lab_env, timeout=600)
     assert log.stdout.count("k26-bisect-step") == len(doc["steps"])
     assert "k26ctl deploy" in log.stdout and "--set spec.ddtree.budget=8" in log.stdout
 
-    reset = k26ctl("bisect-config", "reset", "--yes", env=lab_env)
+    reset = run_k26ctl("bisect-config", "reset", "--yes", env=lab_env, timeout=600)
     assert reset.returncode == 0, reset.stderr[-2000:]
     assert unit_sha_on_host(lab_host) == before
 
@@ -118,13 +112,7 @@ def _watch(stream, lines: list[str]) -> threading.Thread:
 
 def _run_until_step(args: list[str], env: dict[str, str], step: int, sig: signal.Signals) -> int:
     """Start the search, let it get into `step`'s deploy, send `sig`; returns the exit status."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "k26ctl", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = spawn_k26ctl(*args, env=env)
     err: list[str] = []
     reader = _watch(process.stderr, err)
     deadline = time.monotonic() + 240
@@ -155,7 +143,7 @@ def test_interrupted_then_killed_mid_step_resumes_with_the_same_answer(lab_host,
     finished = [r for r in session_records(lab_env) if r["event"] == "finish"]
     assert [r["assignment"][KEY] for r in finished] == [7, 16, 9]
 
-    resumed = k26ctl(*resume, env=lab_env)
+    resumed = run_k26ctl(*resume, env=lab_env, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "step 4 (spec.ddtree.budget=8) was interrupted: redoing it" in resumed.stderr
     doc = json.loads(resumed.stdout)
@@ -167,7 +155,7 @@ def test_interrupted_then_killed_mid_step_resumes_with_the_same_answer(lab_host,
     starts = [r["assignment"][KEY] for r in records if r["event"] == "start"]
     assert starts == [7, 16, 9, 9, 8, 8]
     assert len(doc["steps"]) <= doc["max_restarts"] == 5
-    k26ctl("bisect-config", "reset", "--yes", env=lab_env)
+    run_k26ctl("bisect-config", "reset", "--yes", env=lab_env, timeout=600)
 
 
 def test_set_mode_finds_the_budget_among_three_changed_keys(lab_host, lab_env, tmp_path: Path) -> None:
@@ -179,7 +167,7 @@ def test_set_mode_finds_the_budget_among_three_changed_keys(lab_host, lab_env, t
         "spec:\n  ddtree:\n    budget: 9\n"  # 9, not 16: keeps the budget refinement to one probe
     )
     started = time.monotonic()
-    done = k26ctl(
+    done = run_k26ctl(
         "bisect-config",
         "--good-profile",
         str(LAB / "ddtree-b7.yaml"),
@@ -189,6 +177,7 @@ def test_set_mode_finds_the_budget_among_three_changed_keys(lab_host, lab_env, t
         "--yes",
         "--json",
         env=lab_env,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
@@ -196,7 +185,7 @@ def test_set_mode_finds_the_budget_among_three_changed_keys(lab_host, lab_env, t
     assert doc["culprit_keys"] == [KEY]
     assert (doc["first_bad"], doc["last_good"]) == (8, 7)
     print(f"\nlab set search: {doc['restarts']} restarts, {time.monotonic() - started:.1f} s wall")
-    k26ctl("bisect-config", "reset", "--yes", env=lab_env)
+    run_k26ctl("bisect-config", "reset", "--yes", env=lab_env, timeout=600)
 
 
 LOAD_FAILS_AT_11 = """#!/bin/sh
@@ -224,7 +213,7 @@ def test_a_value_whose_service_fails_to_load_is_skipped_and_the_search_converges
     )
     # the ends are trusted here (other tests verify them): 11 (skip), 12, 9, 8
     args = budget_search(lab_host, "--set", f"sglang.python={wrapper}", "--no-verify-ends", "--run", judge)
-    done = k26ctl(*args, env=lab_env)
+    done = run_k26ctl(*args, env=lab_env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads(done.stdout)
     steps = [(s["value"], s["verdict"], s["seconds"]) for s in doc["steps"]]
@@ -239,4 +228,4 @@ def test_a_value_whose_service_fails_to_load_is_skipped_and_the_search_converges
     assert (doc["first_bad"], doc["last_good"]) == (8, 7)
     assert doc["max_restarts"] == 4  # ceil(log2 10), no end checks
     assert len(doc["steps"]) <= doc["max_restarts"] + 1  # one extra probe for the skipped value
-    k26ctl("bisect-config", "reset", "--yes", env=lab_env)
+    run_k26ctl("bisect-config", "reset", "--yes", env=lab_env, timeout=600)

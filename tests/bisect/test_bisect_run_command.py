@@ -7,8 +7,6 @@ import io
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from k26ctl.bisect.plan import Probe
 from k26ctl.bisect.session import Session, SessionSpec
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
 from k26ctl.bisect.verdict import AbortSearch, Verdict
+from tests.support.cli import run_k26ctl, spawn_k26ctl
 
 KEY = "spec.ddtree.budget"
 PROFILE = str(Path(__file__).resolve().parents[2] / "profiles" / "ddtree-b16.yaml")
@@ -112,22 +111,16 @@ def test_search_with_a_real_command_and_a_skipped_value(tmp_path: Path) -> None:
 # ---- through the real entry point ---------------------------------------------------------------
 
 
-def k26ctl(*args: str, env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args], env=env, capture_output=True, text=True, timeout=60, **kw
-    )
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "NO_COLOR": "1"}
+    return {"XDG_STATE_HOME": str(tmp_path / "state")}
 
 
 SEARCH = ["bisect-config", PROFILE, "--param", KEY, "--good", "7", "--bad", "16", "--no-deploy", "--yes"]
 
 
 def test_cli_json_result_and_log_replay_reset(tmp_path: Path, env: dict[str, str]) -> None:
-    done = k26ctl(*SEARCH, "--run", "test $K26_BISECT_VALUE -lt 8", "--json", env=env)
+    done = run_k26ctl(*SEARCH, "--run", "test $K26_BISECT_VALUE -lt 8", "--json", env=env)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert (doc["first_bad"], doc["last_good"]) == (8, 7)
@@ -135,18 +128,18 @@ def test_cli_json_result_and_log_replay_reset(tmp_path: Path, env: dict[str, str
     assert {"value", "verdict", "seconds"} <= set(doc["steps"][0])
     assert "bisect: step 1" in done.stderr  # progress on stderr, stdout is only the JSON
 
-    again = k26ctl(*SEARCH, "--run", "true", env=env)
+    again = run_k26ctl(*SEARCH, "--run", "true", env=env)
     assert again.returncode == 2 and "already exists" in again.stderr
 
-    log = k26ctl("bisect-config", "log", env=env)
+    log = run_k26ctl("bisect-config", "log", env=env)
     assert log.returncode == 0 and log.stdout.count("# k26-bisect-step ") == len(doc["steps"])
     (tmp_path / "log.txt").write_text(log.stdout)
-    log_doc = json.loads(k26ctl("bisect-config", "log", "--json", env=env).stdout)
+    log_doc = json.loads(run_k26ctl("bisect-config", "log", "--json", env=env).stdout)
     assert log_doc["session"] == "default" and log_doc["spec"]["param"] == KEY
     assert "original" not in log_doc["spec"]
     assert [s["assignment"][KEY] for s in log_doc["steps"]] == [s["value"] for s in doc["steps"]]
-    assert k26ctl("bisect-config", "reset", env=env).returncode == 0
-    replayed = k26ctl("bisect-config", "replay", str(tmp_path / "log.txt"), "--json", env=env)
+    assert run_k26ctl("bisect-config", "reset", env=env).returncode == 0
+    replayed = run_k26ctl("bisect-config", "replay", str(tmp_path / "log.txt"), "--json", env=env)
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["first_bad"] == 8
     assert "judging" not in replayed.stderr
@@ -155,8 +148,8 @@ def test_cli_json_result_and_log_replay_reset(tmp_path: Path, env: dict[str, str
 def test_cli_replay_of_an_edited_log_continues_the_search(tmp_path: Path, env: dict[str, str]) -> None:
     calls = tmp_path / "calls"
     run = f"echo $K26_BISECT_VALUE >> {calls}; test $K26_BISECT_VALUE -lt 8"
-    assert k26ctl(*SEARCH, "--run", run, env=env).returncode == 0
-    text = k26ctl("bisect-config", "log", env=env).stdout
+    assert run_k26ctl(*SEARCH, "--run", run, env=env).returncode == 0
+    text = run_k26ctl("bisect-config", "log", env=env).stdout
     # keep only the two end checks: the replay has to finish the search itself
     kept = [
         line
@@ -165,21 +158,21 @@ def test_cli_replay_of_an_edited_log_continues_the_search(tmp_path: Path, env: d
     ]
     (tmp_path / "log.txt").write_text("\n".join(kept) + "\n")
     calls.write_text("")
-    assert k26ctl("bisect-config", "reset", env=env).returncode == 0
+    assert run_k26ctl("bisect-config", "reset", env=env).returncode == 0
     log = str(tmp_path / "log.txt")
     # The command comes from a file: --yes alone never runs it; the refusal shows it and its directory.
-    refused = k26ctl("bisect-config", "replay", log, "--yes", "--json", env=env)
+    refused = run_k26ctl("bisect-config", "replay", log, "--yes", "--json", env=env)
     assert refused.returncode == 2, refused.stderr
     assert run in refused.stderr and os.getcwd() in refused.stderr
     assert "--run-recorded-command" in refused.stderr and "Traceback" not in refused.stderr
     # Allowed by the flag but without a terminal to confirm that exact command: still refused.
-    no_tty = k26ctl("bisect-config", "replay", log, "--run-recorded-command", "--yes", env=env)
+    no_tty = run_k26ctl("bisect-config", "replay", log, "--run-recorded-command", "--yes", env=env)
     assert no_tty.returncode == 2 and "needs a terminal" in no_tty.stderr
     assert calls.read_text() == ""
     # On a terminal, declining the shown command changes nothing; confirming it finishes the search.
     declined, transcript = _replay_on_a_terminal(log, env, answer="n")
     assert declined != 0 and run in transcript and calls.read_text() == ""
-    assert k26ctl("bisect-config", "reset", "--keep-deployment", env=env).returncode in (0, 2)
+    assert run_k26ctl("bisect-config", "reset", "--keep-deployment", env=env).returncode in (0, 2)
     code, transcript = _replay_on_a_terminal(log, env, answer="y")
     assert code == 0, transcript
     assert run in transcript and "first bad" in transcript.lower()
@@ -194,13 +187,16 @@ def _replay_on_a_terminal(log: str, env: dict[str, str], answer: str) -> tuple[i
     import select
 
     primary, secondary = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "k26ctl", "bisect-config", "replay", log, "--run-recorded-command", "--yes"],
+    proc = spawn_k26ctl(
+        "bisect-config",
+        "replay",
+        log,
+        "--run-recorded-command",
+        "--yes",
         env=env,
         stdin=secondary,
         stdout=secondary,
         stderr=secondary,
-        close_fds=True,
     )
     os.close(secondary)
     seen = b""
@@ -227,20 +223,29 @@ def _replay_on_a_terminal(log: str, env: dict[str, str], answer: str) -> tuple[i
 
 
 def test_cli_end_check_failure_stops_with_a_message(env: dict[str, str]) -> None:
-    failed = k26ctl(*SEARCH, "--run", "exit 1", env=env)
+    failed = run_k26ctl(*SEARCH, "--run", "exit 1", env=env)
     assert failed.returncode == 1
     assert "end check failed" in failed.stderr and "good end spec.ddtree.budget=7" in failed.stderr
     assert "Traceback" not in failed.stderr
 
 
 def test_cli_usage_errors(env: dict[str, str]) -> None:
-    no_run = k26ctl(
-        "bisect-config", PROFILE, "--param", KEY, "--good", "7", "--bad", "16", "--no-deploy", env=env
+    no_run = run_k26ctl(
+        "bisect-config",
+        PROFILE,
+        "--param",
+        KEY,
+        "--good",
+        "7",
+        "--bad",
+        "16",
+        "--no-deploy",
+        env=env,
     )
     assert no_run.returncode == 2 and "--no-deploy needs --run" in no_run.stderr
-    unknown = k26ctl(*SEARCH, "--run", "true", "--param", "spec.ddtree.budgte", env=env)
+    unknown = run_k26ctl(*SEARCH, "--run", "true", "--param", "spec.ddtree.budgte", env=env)
     assert unknown.returncode == 78 and "did you mean" in unknown.stderr
-    nothing = k26ctl("bisect-config", "--resume", env=env)
+    nothing = run_k26ctl("bisect-config", "--resume", env=env)
     assert nothing.returncode == 2 and "no bisect session" in nothing.stderr
 
 
@@ -264,13 +269,7 @@ def test_cli_killed_mid_step_resumes_without_repeating_finished_steps(
         f"if [ $(wc -l < {calls}) -eq 3 ] && [ ! -e {hang} ]; then echo $$ > {hang}; sleep 60; fi; "
         "test $K26_BISECT_VALUE -lt 8"
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "k26ctl", *SEARCH, "--run", run, "--json"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = spawn_k26ctl(*SEARCH, "--run", run, "--json", env=env)
     pid = int(_wait_for(hang))
     process.send_signal(sig)
     out, err = process.communicate(timeout=30)
@@ -285,7 +284,7 @@ def test_cli_killed_mid_step_resumes_without_repeating_finished_steps(
         os.kill(pid, signal.SIGKILL)  # nobody is left to stop the orphaned command
     assert out == ""
 
-    resumed = k26ctl("bisect-config", "--resume", "--yes", "--json", env=env)
+    resumed = run_k26ctl("bisect-config", "--resume", "--yes", "--json", env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert "was interrupted: redoing it" in resumed.stderr
     doc = json.loads(resumed.stdout)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from k26ctl.remote.local import LocalHost
 from k26ctl.render import render_launch
 from k26ctl.validate import OPTION_TABLE, load_catalog, remote_findings
 from k26ctl.validate.sglang_parse import parse_on_host, sglang_flags
+from tests.support.cli import CliResult, run_k26ctl
 
 pytestmark = pytest.mark.network_sglang
 
@@ -131,27 +131,9 @@ def test_remote_findings_on_a_real_host(sglang_python: Path) -> None:
 
 
 def test_validate_remote_through_the_cli(sglang_python: Path) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "k26ctl",
-                "validate",
-                *args,
-                "--remote",
-                "--json",
-                "--set",
-                "host.address=local",
-                "--set",
-                f"sglang.python={sglang_python}",
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "NO_COLOR": "1"},
-            timeout=300,
-        )
+    def run(*args: str) -> CliResult:
+        sets = ["--set", "host.address=local", "--set", f"sglang.python={sglang_python}"]
+        return run_k26ctl("validate", *args, "--remote", "--json", *sets, cwd=ROOT, timeout=300)
 
     ok = run("profiles/dflash.yaml")
     assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +10,7 @@ from k26ctl.errors import ConfigError
 from k26ctl.profile import Profile, load_profile
 from k26ctl.validate import Finding, ValidationReport, collect_findings, load_catalog, validate_profile
 from k26ctl.validate.findings import finish
+from tests.support.cli import CliResult, run_k26ctl
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -167,11 +165,10 @@ def test_known_bug_is_lifted_when_the_hosts_patch_check_says_not_needed() -> Non
 
 
 def test_the_must_show_commands_through_the_cli() -> None:
-    def validate(version: str) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "k26ctl", "validate", "profiles/base.yaml"]
+    def validate(version: str) -> CliResult:
+        argv = ["validate", "profiles/base.yaml"]
         argv += ["--set", f"sglang.version={version}", "--set", "sglang.kv_cache_dtype=nvfp4"]
-        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-        return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        return run_k26ctl(*argv, env={"COLUMNS": "200"}, cwd=ROOT)
 
     new = validate("0.5.23")
     lines = new.stdout.splitlines()

@@ -1,17 +1,15 @@
-"""Helpers for the end-to-end deploy tests on a real lab host: run the CLI, read the host."""
+"""Helpers for the end-to-end deploy tests on a lab host: profile overrides, JSON runs, reading the host."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from k26ctl.resources import project_root
+from tests.support.cli import run_k26ctl
 
 LAB_PROFILES = project_root() / "profiles" / "lab"
 QUICK_SUITE = Path(__file__).parent / "data" / "quick-suite.yaml"
@@ -32,27 +30,8 @@ def overrides(lab: Any, *more: str) -> list[str]:
     return [f"host.lab={lab.name}", f"smoke.suite={QUICK_SUITE}", *more]
 
 
-def cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("K26CTL_YES", None)
-    env["NO_COLOR"] = "1"
-    return env
-
-
-def k26(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        cwd=project_root(),
-    )
-
-
 def k26_json(*args: str) -> tuple[int, dict[str, Any]]:
-    proc = k26(*args, "--json")
+    proc = run_k26ctl(*args, "--json", timeout=240)
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
@@ -60,18 +39,6 @@ def k26_json(*args: str) -> tuple[int, dict[str, Any]]:
             f"not one JSON document (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
         ) from None
     return proc.returncode, doc
-
-
-def spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "k26ctl", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=cli_env(),
-        cwd=project_root(),
-    )
 
 
 @contextmanager

@@ -10,8 +10,9 @@ import pytest
 
 from k26ctl.deploy.gpu_memory import read_gpu_memory, used_mib
 from k26ctl.deploy.history import last_gpu_memory_mib, parse_history
+from tests.support.cli import run_k26ctl
 
-from .labdeploy import PATCHED, k26, lab_connection, lab_sets
+from .labdeploy import PATCHED, lab_connection, lab_sets
 
 pytestmark = [pytest.mark.labhost, pytest.mark.lab, pytest.mark.timeout(300)]
 
@@ -20,7 +21,9 @@ SLOW_LOAD = "service.environment.K26LAB_LOAD_SECONDS=12"
 
 def test_deploy_shows_a_percentage_and_eta_from_gpu_memory(lab_host: Any) -> None:
     # First deploy: nothing recorded yet, so no percentage; the ready server's memory is recorded.
-    first = k26("deploy", PATCHED, *lab_sets(lab_host, SLOW_LOAD), "--yes", "--no-smoke", "--force")
+    first = run_k26ctl(
+        "deploy", PATCHED, *lab_sets(lab_host, SLOW_LOAD), "--yes", "--no-smoke", "--force", timeout=240
+    )
     assert first.returncode == 0, first.stdout + first.stderr
     with lab_connection(PATCHED, lab_host) as (host, systemd, profile):
         sample = read_gpu_memory(host)
@@ -29,7 +32,9 @@ def test_deploy_shows_a_percentage_and_eta_from_gpu_memory(lab_host: Any) -> Non
         recorded = last_gpu_memory_mib(parse_history(raw.decode()))
         assert recorded is not None and recorded == used_mib(sample)
 
-    second = k26("deploy", PATCHED, *lab_sets(lab_host, SLOW_LOAD), "--yes", "--no-smoke", "--force")
+    second = run_k26ctl(
+        "deploy", PATCHED, *lab_sets(lab_host, SLOW_LOAD), "--yes", "--no-smoke", "--force", timeout=240
+    )
     assert second.returncode == 0, second.stdout + second.stderr
     lines = (second.stdout + second.stderr).splitlines()
     from_memory = [

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import run_k26ctl, spawn_k26ctl
+
 from .labdeploy import (
     PATCHED,
     UNPATCHED,
-    k26,
     k26_json,
     lab_connection,
     lab_sets,
@@ -21,7 +22,6 @@ from .labdeploy import (
     overrides,
     patch_state,
     rendered_unit,
-    spawn,
     unit_text,
 )
 
@@ -59,7 +59,7 @@ def test_unpatched_fails_smoke_patched_passes_identical_changes_nothing(lab_host
         assert main_pid(systemd) == pid
 
     # Without --json the last line is the recap.
-    proc = k26("deploy", PATCHED, *lab_sets(lab_host), "--yes")
+    proc = run_k26ctl("deploy", PATCHED, *lab_sets(lab_host), "--yes", timeout=240)
     assert proc.returncode == 0
     assert "recap: changed=0 ok=" in proc.stdout and "failed=0" in proc.stdout
 
@@ -69,10 +69,10 @@ def test_check_diff_and_confirmation(lab_host: Any) -> None:
     with lab_connection(PATCHED, lab_host) as (host, systemd, profile):
         before_unit, before_pid = unit_text(host, profile), main_pid(systemd)
 
-    assert k26("deploy", PATCHED, *lab_sets(lab_host), "--check").returncode == 0
+    assert run_k26ctl("deploy", PATCHED, *lab_sets(lab_host), "--check", timeout=240).returncode == 0
 
     change = "sglang.decode_log_interval=41"
-    proc = k26("deploy", PATCHED, *lab_sets(lab_host, change), "--check", "--diff")
+    proc = run_k26ctl("deploy", PATCHED, *lab_sets(lab_host, change), "--check", "--diff", timeout=240)
     assert proc.returncode == 3, proc.stderr
     assert "-    --decode-log-interval 40 \\\n" in proc.stdout
     assert "+    --decode-log-interval 41 \\\n" in proc.stdout
@@ -83,7 +83,7 @@ def test_check_diff_and_confirmation(lab_host: Any) -> None:
     assert doc["plan"]["restart"] is True
 
     # No terminal and no --yes: refused before any change, with a hint.
-    proc = k26("deploy", PATCHED, *lab_sets(lab_host, change))
+    proc = run_k26ctl("deploy", PATCHED, *lab_sets(lab_host, change), timeout=240)
     assert proc.returncode == 2 and "--yes" in proc.stderr
 
     with lab_connection(PATCHED, lab_host) as (host, systemd, profile):
@@ -138,7 +138,7 @@ def test_missing_model_path_reported_with_journal_lines(lab_host: Any) -> None:
     assert "rollback" in doc["host_state"]
 
     # `k26ctl rollback` puts the working unit back and waits for it.
-    proc = k26("rollback", PATCHED, *lab_sets(lab_host), "--yes")
+    proc = run_k26ctl("rollback", PATCHED, *lab_sets(lab_host), "--yes", timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with lab_connection(PATCHED, lab_host) as (host, systemd, profile):
         assert unit_text(host, profile) == rendered_unit(PATCHED, lab_host)
@@ -151,7 +151,7 @@ def test_ctrl_c_during_apply_leaves_old_or_new_unit(lab_host: Any) -> None:
         old = unit_text(host, profile)
     change = "sglang.decode_log_interval=43"
     new = rendered_unit(PATCHED, lab_host, change)
-    proc = spawn("deploy", PATCHED, *lab_sets(lab_host, change), "--yes")
+    proc = spawn_k26ctl("deploy", PATCHED, *lab_sets(lab_host, change), "--yes")
     assert proc.stderr is not None
     seen = []
     for line in proc.stderr:
@@ -176,12 +176,12 @@ def test_second_concurrent_deploy_is_refused_by_the_lock(lab_host: Any) -> None:
     deploy_ok(lab_host)
     # The first deploy's server loads for 5 s, so it surely still holds the lock when the second starts.
     slow = "service.environment.K26LAB_LOAD_SECONDS=5"
-    first = spawn("deploy", PATCHED, *lab_sets(lab_host, slow), "--yes", "--no-smoke")
+    first = spawn_k26ctl("deploy", PATCHED, *lab_sets(lab_host, slow), "--yes", "--no-smoke")
     assert first.stderr is not None
     for line in first.stderr:
         if line.startswith("-> restarting"):
             break
-    second = k26("deploy", PATCHED, *lab_sets(lab_host), "--yes", "--force")
+    second = run_k26ctl("deploy", PATCHED, *lab_sets(lab_host), "--yes", "--force", timeout=240)
     first_out, first_err = first.communicate(timeout=120)
     assert second.returncode == 1 and "held by" in second.stderr, second.stderr
     assert first.returncode == 0, first_out + first_err
@@ -208,7 +208,7 @@ def test_patches_apply_reapply_noop_and_revert_by_rollback(lab_host: Any) -> Non
     status = k26_json("status", PATCHED, *lab_sets(lab_host))[1]
     assert status["history"][-1]["kind"] == "rollback" and status["ready"] is True
 
-    logs = k26("logs", PATCHED, *lab_sets(lab_host), "-n", "5", "--json")
+    logs = run_k26ctl("logs", PATCHED, *lab_sets(lab_host), "-n", "5", "--json", timeout=240)
     assert logs.returncode == 0
     entries = [json.loads(line) for line in logs.stdout.splitlines()]
     assert len(entries) == 5 and all("message" in e and e["cursor"] for e in entries)

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from .labdeploy import k26
+from tests.support.cli import run_k26ctl
 
 pytestmark = [pytest.mark.labhost, pytest.mark.lab, pytest.mark.timeout(300)]
 
 
 def test_lab_demo_tells_the_story(lab_host: Any) -> None:
-    proc = k26("lab", "demo", "--name", lab_host.name, timeout=280)
+    proc = run_k26ctl("lab", "demo", "--name", lab_host.name, timeout=280)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "unpatched budget 16: ready (/health 200, model listed), but smoke flagged" in out

@@ -18,8 +18,9 @@ from pathlib import Path
 import yaml
 
 from k26ctl.lab.host import INNER_PROJECT_DIR
+from tests.support.cli import CliResult, run_k26ctl, spawn_k26ctl
 
-from .helpers import REPO, CliRun, k26ctl_argv, run_k26ctl
+from .helpers import REPO
 from .hostctl import HostCtl
 
 FAULT_SERVER_DIR = REPO / "tests" / "faults"
@@ -94,31 +95,24 @@ class Scenario:
         return [*argv, *extra]
 
     # ---- running k26ctl -------------------------------------------------------------------------------
-    def deploy(self, sets: Sequence[str], *extra: str, timeout: float = 90) -> CliRun:
-        return run_k26ctl(self.argv(sets, *extra), timeout=timeout)
+    def deploy(self, sets: Sequence[str], *extra: str, timeout: float = 90) -> CliResult:
+        return run_k26ctl(*self.argv(sets, *extra), timeout=timeout, env={"K26CTL_YES": "1"})
 
     def start(self, sets: Sequence[str], *extra: str, command: str = "deploy") -> Running:
-        env = {**os.environ, "NO_COLOR": "1", "K26CTL_YES": "1", "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen(
-            [*k26ctl_argv(), *self.argv(sets, *extra, command=command)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=REPO,
-        )
+        env = {"K26CTL_YES": "1", "PYTHONUNBUFFERED": "1"}
+        proc = spawn_k26ctl(*self.argv(sets, *extra, command=command), env=env)
         return Running(proc)
 
     def establish_old(self) -> None:
         sets = self.sets("old")
         run = self.deploy(sets, "--no-smoke")
-        assert run.exit_code == 0, f"could not establish the old state: {run.output[-3000:]}"
+        assert run.returncode == 0, f"could not establish the old state: {run.output[-3000:]}"
         self.old_sha = self.host.unit_sha()
         assert self.old_sha == self.expected_sha(sets), "the host's unit is not the rendered one"
         assert self.host.wait_active() == "active"
 
     # ---- verdicts --------------------------------------------------------------------------------------
-    def old_or_new(self, new_sets: Sequence[str], fault: str = "", run: CliRun | None = None) -> str:
+    def old_or_new(self, new_sets: Sequence[str], fault: str = "", run: CliResult | None = None) -> str:
         """'old' or 'new' for the unit on the host, asserting that it is one of them, whole. With a
         fault name and its run, the observation is also appended to $K26CTL_FAULT_MATRIX (JSON lines)
         for the fault matrix in benchmarks/README.md."""
@@ -132,14 +126,14 @@ class Scenario:
         assert not leftovers, f"temporary files left in {self.host.unit_dir}: {leftovers}"
         return state
 
-    def _observe(self, fault: str, run: CliRun, state: str, leftovers: list[str]) -> None:
+    def _observe(self, fault: str, run: CliResult, state: str, leftovers: list[str]) -> None:
         path = os.environ.get("K26CTL_FAULT_MATRIX")
         if not path:
             return
         said = _what_it_said(run)
         record = {
             "fault": fault,
-            "exit": run.exit_code,
+            "exit": run.returncode,
             "message": said[:240],
             "unit": state,
             "leftovers": leftovers,
@@ -157,13 +151,13 @@ class Scenario:
     def assert_recovers(self, sets: Sequence[str]) -> None:
         """The host is not wedged: the same deploy, run again without the fault, converges."""
         run = self.deploy(sets, "--no-smoke")
-        assert run.exit_code == 0, f"deploy after the fault did not converge: {run.output[-3000:]}"
+        assert run.returncode == 0, f"deploy after the fault did not converge: {run.output[-3000:]}"
         assert self.host.unit_sha() == self.expected_sha(sets)
         assert not self.host.needs_daemon_reload()
         assert self.host.wait_active() == "active"
 
 
-def _what_it_said(run: CliRun) -> str:
+def _what_it_said(run: CliResult) -> str:
     """The error (its first and last line when it spans several) or the deploy's verdict line."""
     lines = run.stderr.splitlines()
     for i, line in enumerate(lines):
@@ -223,7 +217,7 @@ class Running:
     def interrupt(self) -> None:
         self.proc.send_signal(signal.SIGINT)
 
-    def finish(self, timeout: float = 60) -> CliRun:
+    def finish(self, timeout: float = 60) -> CliResult:
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -232,4 +226,4 @@ class Running:
             raise AssertionError(f"k26ctl did not end within {timeout:.0f} s: {self.lines[-20:]}") from None
         self._reader.join(5)
         self._out_reader.join(5)
-        return CliRun(self.proc.returncode, "".join(self._stdout), "\n".join(self.lines) + "\n")
+        return CliResult(self.proc.returncode, "".join(self._stdout), "\n".join(self.lines) + "\n")

@@ -46,11 +46,11 @@ def test_ctrl_c_at_each_phase(scenario: Scenario, phase: str) -> None:
         assert line is not None, f"phase marker for {phase} never appeared: {running.lines[-15:]}"
         running.interrupt()
         run = running.finish()
-        if run.exit_code != 0:
+        if run.returncode != 0:
             break
         # The deploy finished before the signal arrived (a loaded machine): nothing was interrupted.
         scenario.establish_old()
-    assert run.exit_code == 130, (phase, run.stderr[-2000:])
+    assert run.returncode == 130, (phase, run.stderr[-2000:])
     assert "Traceback" not in run.output
     # before apply it says the host was not touched; from apply on, which unit it left in place
     assert re.search(r"^error: interrupted[: ]", run.stderr, re.MULTILINE), run.stderr[-2000:]
@@ -70,9 +70,9 @@ def test_two_deploys_at_once(scenario: Scenario) -> None:
     a = scenario.start(first, "--no-smoke")
     b = scenario.start(second, "--no-smoke")
     run_a, run_b = a.finish(), b.finish()
-    codes = sorted([run_a.exit_code, run_b.exit_code])
+    codes = sorted([run_a.returncode, run_b.returncode])
     assert codes == [0, 1], (run_a.stderr[-1500:], run_b.stderr[-1500:])
-    _winner, loser, winner_sets = (run_a, run_b, first) if run_a.exit_code == 0 else (run_b, run_a, second)
+    _winner, loser, winner_sets = (run_a, run_b, first) if run_a.returncode == 0 else (run_b, run_a, second)
     assert_clean_failure(loser, (1,))
     assert "lock" in loser.stderr.lower(), loser.stderr
     assert scenario.old_or_new(winner_sets, "two deploys at once (the second)", loser) == "new"
@@ -141,7 +141,7 @@ def test_connection_cut_during_upload(scenario: Scenario, cut: str, monkeypatch:
         # the dead client's sshd session was still open, but its lock's lease had run out while the
         # link was down: the next deploy got the lock and found the change still pending (exit 3)
         assert re.search(r"^\[ok\] lock", stale_lock.stderr, re.MULTILINE), stale_lock.stderr[-2000:]
-        assert stale_lock.exit_code == 3, stale_lock.stderr[-2000:]
+        assert stale_lock.returncode == 3, stale_lock.stderr[-2000:]
 
 
 @pytest.mark.parametrize("cut", ["kill-sessions", "link-blip"])
@@ -158,7 +158,7 @@ def test_connection_cut_during_readiness_wait(scenario: Scenario, cut: str) -> N
     run = running.finish(timeout=90)
     # either k26ctl rides it out (a new connection) or it says the host was lost, and how it left it
     assert_clean_failure(run, (0, 69))
-    if run.exit_code == 69:
+    if run.returncode == 69:
         assert re.search(r"^error: lost the connection .*the new unit is in place", run.stderr, re.M), (
             run.stderr
         )
@@ -214,7 +214,7 @@ def test_disk_full_while_uploading(scenario: Scenario) -> None:
     with scenario.host.tiny_unit_dir("4k"):
         run = scenario.deploy(new, "--no-smoke", timeout=60)
         assert_clean_failure(run, (1, 69, 77))
-        assert run.exit_code != 0
+        assert run.returncode != 0
         assert "space" in run.stderr.lower(), run.stderr[-2000:]
         assert scenario.old_or_new(new, "disk full while uploading", run) == "old"
         _no_daemon_reload_pending(scenario)
@@ -226,7 +226,7 @@ def test_server_dies_mid_smoke(scenario: Scenario) -> None:
     new = scenario.sets("die-mid-smoke", FAULT_MODE="die-after-1")
     run = scenario.deploy(new, "--smoke", timeout=90)
     assert_clean_failure(run, (1, 69))
-    assert run.exit_code != 0
+    assert run.returncode != 0
     assert scenario.old_or_new(new, "server dies mid-smoke", run) == "new"
     scenario.service_state()
     scenario.assert_recovers(scenario.sets("die-recovered"))

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from k26ctl.bisect.logfile import SPEC_MARK, STEP_MARK, parse_log
 from k26ctl.errors import ConfigError
 from k26ctl.termsafe import is_clean
+from tests.support.cli import cli_env, run_in_process
 
-from .helpers import LAB_PROFILES, REPO, assert_clean_failure, run_cli
+from .helpers import LAB_PROFILES, REPO, assert_clean_failure
 
 FUZZ = settings(
     max_examples=25,
@@ -45,7 +46,7 @@ def test_a_duplicated_section_is_refused_not_merged(
     body = f"{section}:\n{' ' * indent}x: 1\n" + "\n" * gap + f"{section}:\n{' ' * indent}y: 2\n"
     path = tmp_path / "dup.yaml"
     path.write_text(f"extends: {PROFILE}\n" + body)
-    run = run_cli(["validate", str(path)])
+    run = run_in_process(["validate", str(path)])
     assert_clean_failure(run, (78,))
     assert f"duplicate key '{section}'" in run.stderr
 
@@ -57,19 +58,19 @@ def test_nesting_at_any_depth_is_valid_or_refused(tmp_path: Path, depth: int, wh
     if where == "file":
         path = tmp_path / "deep.yaml"
         path.write_text(f"extends: {PROFILE}\nsglang:\n  extra_args: {value}\n")
-        run = run_cli(["render", str(path)])
+        run = run_in_process(["render", str(path)])
     else:
-        run = run_cli(["render", PROFILE, "--set", f"sglang.extra_args={value}"])
+        run = run_in_process(["render", PROFILE, "--set", f"sglang.extra_args={value}"])
     assert_clean_failure(run, (0, 78))
     if depth > 40:
-        assert run.exit_code == 78 and "nested deeper than" in run.stderr
+        assert run.returncode == 78 and "nested deeper than" in run.stderr
 
 
 @FUZZ
 @given(digits=st.integers(1, 6000), negative=st.booleans())
 def test_numbers_of_any_size(digits: int, negative: bool) -> None:
     number = ("-" if negative else "") + "7" * digits
-    run = run_cli(["render", PROFILE, "--set", f"sglang.context_length={number}"])
+    run = run_in_process(["render", PROFILE, "--set", f"sglang.context_length={number}"])
     assert_clean_failure(run, (0, 78))
     if digits > 40:
         assert "number with" in run.stderr
@@ -78,9 +79,9 @@ def test_numbers_of_any_size(digits: int, negative: bool) -> None:
 @FUZZ
 @given(key=st.text(min_size=1, max_size=20), value=st.text(max_size=40))
 def test_control_characters_in_keys_and_values_never_reach_the_terminal(key: str, value: str) -> None:
-    run = run_cli(["render", PROFILE, "--set", f"{key}={value}"])
+    run = run_in_process(["render", PROFILE, "--set", f"{key}={value}"])
     assert_clean_failure(run, (0, 2, 78))
-    if run.exit_code != 0:
+    if run.returncode != 0:
         assert is_clean(run.stderr.replace("\n", "")), repr(run.stderr)
 
 
@@ -88,19 +89,19 @@ def test_an_empty_profile_is_refused(tmp_path: Path) -> None:
     for text in ("", "# nothing\n", "{}\n"):
         path = tmp_path / "empty.yaml"
         path.write_text(text)
-        run = run_cli(["validate", str(path)])
+        run = run_in_process(["validate", str(path)])
         assert_clean_failure(run, (78,))
         assert "the profile is empty" in run.stderr and "k26-host" in run.stderr
     only_parent = tmp_path / "child.yaml"
     only_parent.write_text(f"extends: {PROFILE}\n")
-    assert run_cli(["render", str(only_parent)]).exit_code == 0
+    assert run_in_process(["render", str(only_parent)]).returncode == 0
 
 
 def test_a_long_extends_chain_is_refused(tmp_path: Path) -> None:
     (tmp_path / "p0.yaml").write_text(f"extends: {PROFILE}\n")
     for i in range(1, 40):
         (tmp_path / f"p{i}.yaml").write_text(f"extends: p{i - 1}.yaml\n")
-    run = run_cli(["validate", str(tmp_path / "p39.yaml")])
+    run = run_in_process(["validate", str(tmp_path / "p39.yaml")])
     assert_clean_failure(run, (78,))
     assert "extends chain longer than" in run.stderr
 
@@ -136,7 +137,7 @@ def test_special_files_are_refused_everywhere_a_file_is_read(tmp_path: Path) -> 
             ["smoke", "--url", "http://127.0.0.1:9", "--baseline", path],
             ["bisect-config", "replay", path],
         ):
-            run = run_cli(args)
+            run = run_in_process(args)
             assert_clean_failure(run, (78,))
             assert reason in run.stderr, (args, run.stderr)
 
@@ -144,7 +145,7 @@ def test_special_files_are_refused_everywhere_a_file_is_read(tmp_path: Path) -> 
 def test_a_large_profile_is_refused_by_size_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     path.write_text("description: '" + "x" * (2 << 20) + "'\n")
-    run = run_cli(["validate", str(path)])
+    run = run_in_process(["validate", str(path)])
     assert_clean_failure(run, (78,))
     assert "limit" in run.stderr
 
@@ -180,10 +181,10 @@ def test_score_never_crashes_and_never_prints_controls(
 ) -> None:
     path = tmp_path / "in.jsonl"
     path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass"))
-    run = run_cli(["score", str(path), *(["--json"] if as_json else [])])
+    run = run_in_process(["score", str(path), *(["--json"] if as_json else [])])
     assert run.exception is None and "Traceback" not in run.output, run.output
-    assert run.exit_code in (0, 1, 78), run.output  # 1: a degenerate verdict, not an error
-    if run.exit_code == 78:
+    assert run.returncode in (0, 1, 78), run.output  # 1: a degenerate verdict, not an error
+    if run.returncode == 78:
         assert run.stderr.startswith("error: ")
     for line in run.stdout.splitlines():
         assert is_clean(line.replace("\t", " ")), repr(line)
@@ -194,8 +195,8 @@ def test_score_never_crashes_and_never_prints_controls(
 def test_score_keeps_a_raw_line_separator_inside_a_string(tmp_path: Path) -> None:
     path = tmp_path / "u2028.jsonl"
     path.write_text('{"text": "one\u2028two, a fine answer"}\n{"text": "three"}\n', encoding="utf-8")
-    run = run_cli(["score", str(path)])
-    assert run.exit_code == 0, run.output
+    run = run_in_process(["score", str(path)])
+    assert run.returncode == 0, run.output
     assert [line.split("\t")[0] for line in run.stdout.splitlines()] == ["1", "2"]
 
 
@@ -241,7 +242,7 @@ def _k26ctl_shell(command: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
         cwd=REPO,
-        env={**os.environ, "NO_COLOR": "1", "K26CTL_PY": sys.executable},
+        env=cli_env({"K26CTL_PY": sys.executable}),
     )
 
 
@@ -264,7 +265,7 @@ def test_stdout_failures_have_their_own_exit_codes(tmp_path: Path) -> None:
 @pytest.mark.parametrize("option", ["--junit", "--record-baseline"])
 def test_report_paths_are_checked_before_the_run(tmp_path: Path, option: str) -> None:
     for target, said in ((tmp_path / "missing" / "r.xml", "does not exist"), (tmp_path, "is a directory")):
-        run = run_cli(["smoke", "--url", "http://127.0.0.1:9", option, str(target)])
+        run = run_in_process(["smoke", "--url", "http://127.0.0.1:9", option, str(target)])
         assert_clean_failure(run, (2,))
         assert said in run.stderr and "smoke: suite" not in run.stderr  # nothing ran
     assert not list(tmp_path.glob(".*.tmp"))
@@ -272,7 +273,7 @@ def test_report_paths_are_checked_before_the_run(tmp_path: Path, option: str) ->
 
 @pytest.mark.parametrize("timeout", ["-1", "0", "nan", "inf", "1e308"])
 def test_smoke_timeout_must_be_usable(timeout: str) -> None:
-    run = run_cli(["smoke", "--url", "http://127.0.0.1:9", "--timeout", timeout])
+    run = run_in_process(["smoke", "--url", "http://127.0.0.1:9", "--timeout", timeout])
     assert_clean_failure(run, (2,))
     assert "--timeout" in run.stderr
 
@@ -281,7 +282,7 @@ def test_smoke_timeout_must_be_usable(timeout: str) -> None:
     "url", ["http://[::1", "ftp://h", "localhost:30000", "http://u:pw@h:1", "http://h/?q=1"]
 )
 def test_smoke_url_must_be_a_base_url(url: str) -> None:
-    run = run_cli(["smoke", "--url", url])
+    run = run_in_process(["smoke", "--url", url])
     assert_clean_failure(run, (2,))
     assert "pw" not in run.stderr or "u:pw" in run.stderr  # shown as given, never fetched
 
@@ -309,6 +310,6 @@ def test_bisect_state_directory_problems_are_config_errors(
         monkeypatch.setenv("HOME", "")
         monkeypatch.setattr(Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(RuntimeError())))
     search = ["--param", "spec.ddtree.budget", "--good", "7", "--bad", "16", "--no-deploy"]
-    run = run_cli(["bisect-config", PROFILE, *search, "--run", "true", "--yes"])
+    run = run_in_process(["bisect-config", PROFILE, *search, "--run", "true", "--yes"])
     assert_clean_failure(run, (78,))
     assert "state" in run.stderr or "home directory" in run.stderr

@@ -12,9 +12,9 @@ import pytest
 from k26ctl import httpsafe
 from k26ctl.errors import UnreachableError
 from k26ctl.smoke.client import ResponseError, SGLangClient
+from tests.support.cli import CliResult, run_in_process
 
 from .fault_server import ESCAPES, HOSTILE_MODES, FaultServer, start_in_thread
-from .helpers import CliRun, run_cli
 
 SUITE = str(Path(__file__).with_name("hostile_suite.yaml"))
 
@@ -120,9 +120,9 @@ def test_invalid_timeouts_are_refused() -> None:
             httpsafe.check_timeout(bad)
 
 
-def _cli_smoke(srv: FaultServer, *extra: str) -> CliRun:
+def _cli_smoke(srv: FaultServer, *extra: str) -> CliResult:
     args = ["smoke", "--url", _url(srv), "--timeout", "1.5", "--suite", SUITE, *extra]
-    run = run_cli(args)
+    run = run_in_process(args)
     assert run.exception is None, f"exception escaped the CLI: {run.exception!r}"
     return run
 
@@ -134,10 +134,10 @@ def test_smoke_cli_against_every_hostile_mode(server: FaultServer) -> None:
     nothing of the server's escapes reaching the terminal raw."""
     proc = _cli_smoke(server, "--model", "m") if server.mode != "wrong-models" else _cli_smoke(server)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert proc.exit_code in (1, 69), (proc.exit_code, proc.stderr[-2000:])
+    assert proc.returncode in (1, 69), (proc.returncode, proc.stderr[-2000:])
     for stream in (proc.stdout, proc.stderr):
         assert "\x1b" not in stream and "\u202e" not in stream
-    if proc.exit_code == 69:
+    if proc.returncode == 69:
         assert "error:" in proc.stderr
 
 
@@ -147,7 +147,7 @@ def test_a_hostile_model_id_is_shown_escaped(server: FaultServer) -> None:
     """The model id from /v1/models goes into the title and the summary: shown escaped, markup inert."""
     proc = _cli_smoke(server)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert proc.exit_code in (0, 1), proc.stderr[-2000:]
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert "\x1b" not in proc.stdout + proc.stderr
     assert "\\x1b]0;pwned" in proc.stdout + proc.stderr
     assert ESCAPES.startswith("\x1b")

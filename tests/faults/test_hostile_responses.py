@@ -5,7 +5,6 @@ printed and serialised whatever the text held."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from k26ctl.errors import UnreachableError
+from tests.support.cli import run_k26ctl
 
 from .fault_server import FaultServer, start_in_thread
 from .helpers import REPO
@@ -61,25 +61,7 @@ def test_hanging_server_is_unreachable_not_a_hang(server: FaultServer) -> None:
 @pytest.mark.parametrize("server", ["hang", "binary-text", "malformed"], indirect=True)
 def test_smoke_cli_against_a_hostile_server(server: FaultServer) -> None:
     """Through the real console entry, as a subprocess: a documented exit code and no traceback."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "k26ctl",
-            "smoke",
-            "--url",
-            _url(server),
-            "--model",
-            "fault-model",
-            "--timeout",
-            "2",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=50,
-        cwd=REPO,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
+    proc = run_k26ctl("smoke", "--url", _url(server), "--model", "fault-model", "--timeout", "2", timeout=50)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode in (1, 69), (proc.returncode, proc.stderr[-2000:])
     if proc.returncode == 69:

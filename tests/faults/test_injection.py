@@ -13,8 +13,9 @@ import yaml
 from pydantic import BaseModel
 
 from k26ctl.profile import Profile
+from tests.support.cli import run_in_process
 
-from .helpers import LAB_PROFILES, run_cli
+from .helpers import LAB_PROFILES
 from .scenario import Scenario
 
 MARKER_DIR = "/root"
@@ -77,24 +78,24 @@ def _directives(unit: str) -> list[tuple[str, str]]:
 
 def test_every_string_field_is_refused_or_inert() -> None:
     base = str(LAB_PROFILES / "none.yaml")
-    clean = run_cli(["render", base])
-    assert clean.exit_code == 0, clean.output
+    clean = run_in_process(["render", base])
+    assert clean.returncode == 0, clean.output
     assert len(STRING_FIELDS) > 15, STRING_FIELDS
     rendered = refused = 0
     for field in STRING_FIELDS:
         # the same field holding a harmless value decides which directives the unit should have
         for benign in ("/opt/plain", "plain"):
-            reference = run_cli(["render", base, "--set", f"{field}={benign}"])
-            if reference.exit_code == 0:
+            reference = run_in_process(["render", base, "--set", f"{field}={benign}"])
+            if reference.returncode == 0:
                 expected = sorted(_directives(reference.stdout))
                 break
         else:
             expected = sorted(_directives(clean.stdout))
         for value in payloads("offline"):
-            run = run_cli(["render", base, "--set", f"{field}={value}"])
+            run = run_in_process(["render", base, "--set", f"{field}={value}"])
             assert run.exception is None and "Traceback" not in run.output, (field, value, run.output)
-            assert run.exit_code in (0, 78), (field, value, run.output[-500:])
-            if run.exit_code == 78:
+            assert run.returncode in (0, 78), (field, value, run.output[-500:])
+            if run.returncode == 78:
                 refused += 1
                 assert run.stderr.startswith("error:"), run.stderr
                 continue
@@ -122,13 +123,13 @@ def test_hostile_values_reach_the_server_verbatim_and_run_nothing(scenario: Scen
     hostile = tmp_path / "hostile.yaml"
     hostile.write_text(yaml.safe_dump(data, sort_keys=False))
 
-    validated = run_cli(["validate", str(hostile), "--remote"])
+    validated = run_in_process(["validate", str(hostile), "--remote"])
     assert "Traceback" not in validated.output and validated.exception is None
-    assert validated.exit_code in (0, 78), validated.output[-2000:]
+    assert validated.returncode in (0, 78), validated.output[-2000:]
 
-    run = run_cli(["deploy", str(hostile), "--yes", "--no-smoke"])
+    run = run_in_process(["deploy", str(hostile), "--yes", "--no-smoke"])
     assert run.exception is None and "Traceback" not in run.output
-    assert run.exit_code == 0, run.output[-3000:]
+    assert run.returncode == 0, run.output[-3000:]
 
     from k26ctl.profile import load_profile
     from k26ctl.render import render_launch
@@ -141,11 +142,11 @@ def test_hostile_values_reach_the_server_verbatim_and_run_nothing(scenario: Scen
     assert scenario.host.show("ExecStartPre").get("ExecStartPre", "") == ""
 
     # a path setting used in k26ctl's own remote commands (reads, writes, locks)
-    check = run_cli(
+    check = run_in_process(
         ["deploy", str(hostile), "--check", "--set", f"service.unit_dir=/etc/systemd/system/$(touch {m}-9)"]
     )
     assert check.exception is None and "Traceback" not in check.output
-    assert check.exit_code in (1, 3, 69, 78), check.output[-2000:]
+    assert check.returncode in (1, 3, 69, 78), check.output[-2000:]
 
     found = scenario.host.console(
         f"ls -d {MARKER_DIR}/k26pwned-* /tmp/k26pwned-* 2>/dev/null || true"

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from k26ctl.profile import Profile
+from tests.support.cli import CliResult, run_in_process
 
-from .helpers import LAB_PROFILES, REPO, CliRun, assert_clean_failure, run_cli
+from .helpers import LAB_PROFILES, REPO, assert_clean_failure
 
 ALLOWED = (0, 2, 78)
 FUZZ = settings(
@@ -75,11 +76,11 @@ def _nest(assignments: list[tuple[str, Any]]) -> dict[str, Any]:
     return root
 
 
-def _check(run: CliRun, command: str) -> None:
+def _check(run: CliResult, command: str) -> None:
     assert run.exception is None, f"exception escaped the CLI: {run.exception!r}"
     assert "Traceback" not in run.output, run.output
-    assert run.exit_code in ALLOWED, f"{command}: exit {run.exit_code}: {run.output[-2000:]}"
-    if run.exit_code != 78:
+    assert run.returncode in ALLOWED, f"{command}: exit {run.returncode}: {run.output[-2000:]}"
+    if run.returncode != 78:
         return
     error_lines = [line for line in run.stderr.splitlines() if line.startswith("error:")]
     if command == "render" or error_lines:
@@ -92,7 +93,7 @@ def _check(run: CliRun, command: str) -> None:
 
 def _render_and_validate(path: Path, extra: list[str] | None = None) -> None:
     for command in ("render", "validate"):
-        _check(run_cli([command, str(path), *(extra or [])]), command)
+        _check(run_in_process([command, str(path), *(extra or [])]), command)
 
 
 @FUZZ
@@ -127,7 +128,7 @@ def test_binary_and_wrong_encoding_files(tmp_path: Path) -> None:
         path = tmp_path / name
         path.write_bytes(blob)
         for command in ("render", "validate"):
-            run = run_cli([command, str(path)])
+            run = run_in_process([command, str(path)])
             assert_clean_failure(run, (78,))
 
 
@@ -156,9 +157,9 @@ def test_extends_cycle_and_missing_parent(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("extends: nowhere.yaml\n")
     (tmp_path / "d.yaml").write_text(f"extends: {tmp_path}\n")
     for name in ("a.yaml", "c.yaml", "d.yaml"):
-        run = run_cli(["render", str(tmp_path / name)])
+        run = run_in_process(["render", str(tmp_path / name)])
         assert_clean_failure(run, (78,))
-        assert run.exit_code == 78
+        assert run.returncode == 78
 
 
 _ALIAS_BOMB_RUNNER = """
@@ -190,17 +191,17 @@ def test_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
         )
     except subprocess.TimeoutExpired:
         raise AssertionError("render of a 700-byte alias bomb did not finish within 60 s") from None
-    run = CliRun(proc.returncode, proc.stdout, proc.stderr)
+    run = CliResult(proc.returncode, proc.stdout, proc.stderr)
     assert_clean_failure(run, (78,))
 
 
 def test_the_fuzzed_commands_really_run() -> None:
     """Guards the fuzz tests above against passing vacuously (for example on a missing command)."""
     for command in ("render", "validate"):
-        good = run_cli([command, str(LAB_PROFILES / "none.yaml")])
-        assert good.exit_code == 0, good.output
-        bad = run_cli([command, str(LAB_PROFILES / "none.yaml"), "--set", "sglang.port=70000"])
-        assert bad.exit_code == 78, bad.output
+        good = run_in_process([command, str(LAB_PROFILES / "none.yaml")])
+        assert good.returncode == 0, good.output
+        bad = run_in_process([command, str(LAB_PROFILES / "none.yaml"), "--set", "sglang.port=70000"])
+        assert bad.returncode == 78, bad.output
         assert "sglang.port" in bad.stderr
-    rendered = run_cli(["render", str(LAB_PROFILES / "none.yaml")])
+    rendered = run_in_process(["render", str(LAB_PROFILES / "none.yaml")])
     assert "ExecStart=" in rendered.stdout

@@ -3,26 +3,12 @@ nothing remote is touched (the fleet's router and hosts do not exist here)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from k26ctl.resources import profiles_dir, project_root
+from k26ctl.resources import profiles_dir
+from tests.support.cli import run_k26ctl
 
 LAB = profiles_dir() / "lab"
-
-
-def k26(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=project_root(),
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "NO_COLOR": "1", **(env or {})},
-    )
 
 
 def fleet_file(tmp_path: Path) -> Path:
@@ -40,24 +26,24 @@ def fleet_file(tmp_path: Path) -> Path:
 
 
 def test_a_fleet_deploy_without_yes_changes_nothing_and_says_so(tmp_path: Path) -> None:
-    proc = k26("deploy", str(fleet_file(tmp_path)), env={"XDG_STATE_HOME": str(tmp_path)})
+    proc = run_k26ctl("deploy", str(fleet_file(tmp_path)), env={"XDG_STATE_HOME": str(tmp_path)})
     assert proc.returncode == 2 and "pass --yes" in proc.stderr
     assert not (tmp_path / "k26ctl" / "fleet").exists()  # no run record: nothing started
 
 
 def test_roll_options_with_a_single_host_profile_are_a_usage_error() -> None:
-    proc = k26("deploy", str(LAB / "ddtree-b7.yaml"), "--serial", "2", "--yes")
+    proc = run_k26ctl("deploy", str(LAB / "ddtree-b7.yaml"), "--serial", "2", "--yes")
     assert proc.returncode == 2 and "--serial only apply to a fleet file" in proc.stderr
 
 
 def test_a_missing_admin_key_is_a_config_error_before_anything_runs(tmp_path: Path) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path), "K26_TEST_ROUTER_KEY": ""}
-    proc = k26("deploy", str(fleet_file(tmp_path)), "--yes", env=env)
+    proc = run_k26ctl("deploy", str(fleet_file(tmp_path)), "--yes", env=env)
     assert proc.returncode == 78 and "K26_TEST_ROUTER_KEY is not set" in proc.stderr
 
 
 def test_status_of_a_fleet_whose_router_does_not_answer_is_exit_69(tmp_path: Path) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path), "K26_TEST_ROUTER_KEY": "k"}
-    proc = k26("status", str(fleet_file(tmp_path)), env=env)
+    proc = run_k26ctl("status", str(fleet_file(tmp_path)), env=env)
     assert proc.returncode == 69, proc.stderr
     assert "did not answer GET /workers" in proc.stdout and "a  http://10.231.250.2:30000" in proc.stdout

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ import pytest
 
 from k26ctl.fleet.record import LocalStore
 from k26ctl.lab.load import LoadReport, run_load
-from k26ctl.resources import project_root
+from tests.support.cli import run_k26ctl, spawn_k26ctl
 
 QUICK_SUITE = Path(__file__).resolve().parents[1] / "deploy" / "data" / "quick-suite.yaml"
 
@@ -28,13 +27,6 @@ pytestmark = [pytest.mark.labhost, pytest.mark.lab, pytest.mark.timeout(900)]
 PATCHED = ["--set", "spec.ddtree.budget=16", "--set", "patches=[triton-ddtree-verify-width]"]
 UNPATCHED = ["--set", "spec.ddtree.budget=16", "--set", "patches=[]"]
 QUICK = ["--set", f"smoke.suite={QUICK_SUITE}"]
-
-
-def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "K26CTL_YES"}
-    env["NO_COLOR"] = "1"
-    env["PYTHONPATH"] = str(project_root())  # this checkout, as the lab hosts see it
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -56,20 +48,8 @@ def fleet() -> Iterator[Any]:
         lab_fleet_down(name)
 
 
-def k26(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        cwd=project_root(),
-    )
-
-
 def roll(fleet: Any, *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = k26("deploy", fleet.fleet_file, *args, *QUICK, "--yes", "--json")
+    proc = run_k26ctl("deploy", fleet.fleet_file, *args, *QUICK, "--yes", "--json", timeout=600)
     try:
         return proc.returncode, json.loads(proc.stdout), proc.stderr
     except ValueError:
@@ -138,7 +118,7 @@ def test_rolling_to_unpatched_16_halts_at_the_canary_and_clients_never_see_degen
     # the router sends traffic to the two others only, and they still run the patched budget 16
     assert set(listed(fleet)) == set(fleet.urls[1:])
     for other in others:
-        check = k26("deploy", fleet.fleet_file, *PATCHED, "--check", "--json")
+        check = run_k26ctl("deploy", fleet.fleet_file, *PATCHED, "--check", "--json", timeout=600)
         assert json.loads(check.stdout)["members"][other]["exit_code"] == 0
     assert load.report is not None
     summary = load.report.summary(load.report.samples)
@@ -146,7 +126,7 @@ def test_rolling_to_unpatched_16_halts_at_the_canary_and_clients_never_see_degen
         load.report.to_json()
     )
     # a new roll is refused until the halted one is resumed: the canary stays out meanwhile
-    refused = k26("deploy", fleet.fleet_file, *PATCHED, "--yes")
+    refused = run_k26ctl("deploy", fleet.fleet_file, *PATCHED, "--yes", timeout=600)
     assert refused.returncode == 2 and "--resume" in refused.stderr
     assert set(listed(fleet)) == set(fleet.urls[1:])
 
@@ -158,18 +138,14 @@ def test_resume_after_the_fix_finishes_the_roll(fleet: Any) -> None:
     assert set(listed(fleet)) == set(fleet.urls)
 
 
-def _spawn_roll(fleet: Any, log: Path, *args: str) -> subprocess.Popen[bytes]:
+def _spawn_roll(fleet: Any, log: Path, *args: str) -> subprocess.Popen[str]:
     out = open(log, "wb")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen(
-        [sys.executable, "-m", "k26ctl", "deploy", fleet.fleet_file, *args, *QUICK, "--yes"],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env=cli_env(),
-        cwd=project_root(),
+    return spawn_k26ctl(
+        "deploy", fleet.fleet_file, *args, *QUICK, "--yes", stdout=out, stderr=subprocess.STDOUT
     )
 
 
-def _wait_for(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
+def _wait_for(log: Path, text: str, proc: subprocess.Popen[str], timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while text not in log.read_text(errors="replace"):
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +15,7 @@ from k26ctl.lab.host import INNER_PROJECT_DIR, LabHostState, lab_down, lab_statu
 from k26ctl.lab.host import machine as labhost
 from k26ctl.remote import connect
 from k26ctl.resources import project_root
+from tests.support.cli import run_k26ctl
 from tests.support.hosts import lab_profile
 
 NAMES = ("t-remote-p1", "t-remote-p2")
@@ -118,27 +117,11 @@ def test_missing_packages_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -
 
 def test_cli_status_and_down_of_a_host_that_is_not_there() -> None:
     _skip_without_lab()
-    env = dict(os.environ, NO_COLOR="1")
     name = "t-remote-absent"
-    status = subprocess.run(
-        [sys.executable, "-m", "k26ctl", "lab", "host", "status", "--name", name, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    status = run_k26ctl("lab", "host", "status", "--name", name, "--json")
     assert status.returncode == 1
     assert '"state": "down"' in status.stdout
-    down = subprocess.run(
-        [sys.executable, "-m", "k26ctl", "lab", "host", "down", "--name", name],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    down = run_k26ctl("lab", "host", "down", "--name", name)
     assert down.returncode == 0 and "was not running" in down.stdout
-    bad = subprocess.run(
-        [sys.executable, "-m", "k26ctl", "lab", "host", "up", "--name", "Bad Name"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    bad = run_k26ctl("lab", "host", "up", "--name", "Bad Name")
     assert bad.returncode == 78 and bad.stderr.startswith("error: bad lab host name")

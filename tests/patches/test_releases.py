@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from k26ctl.patches import apply_patches, load_patches, patch_status, plan_patch
 from k26ctl.patches.host import BACKUP_SUFFIX, RECORD_SUFFIX
 from k26ctl.patches.release import check_tree
 from tests.patches.patch_support import PATCH, TARGET, RecordingHost, ReleaseSources, make_profile
+from tests.support.cli import CliResult, run_k26ctl
 
 pytestmark = pytest.mark.network_sglang
 
@@ -170,10 +168,8 @@ def test_check_tree_reports_each_release(releases: ReleaseSources, tmp_path: Pat
     assert report.ok and [o.result for o in report.outcomes] == ["not-needed"]
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", "patch", *args], capture_output=True, text=True, timeout=300
-    )
+def _cli(*args: str) -> CliResult:
+    return run_k26ctl("patch", *args, timeout=300)
 
 
 def test_cli_check_release_and_refused_source(releases: ReleaseSources, tmp_path: Path) -> None:
@@ -195,9 +191,9 @@ def test_cli_check_release_and_refused_source(releases: ReleaseSources, tmp_path
 
 def test_check_downloads_into_an_empty_cache(tmp_path: Path) -> None:
     """As on a fresh machine: nothing cached, `patch check` fetches the wheel with pip and reuses it."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    argv = [sys.executable, "-m", "k26ctl", "patch", "check", "--sglang-version", "0.5.14"]
-    first = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    argv = ["patch", "check", "--sglang-version", "0.5.14"]
+    first = run_k26ctl(*argv, timeout=300, env=env)
     if first.returncode == 69:
         pytest.skip(f"pip cannot reach the package index: {first.stderr.strip()}")
     assert first.returncode == 0, first.stderr
@@ -205,5 +201,5 @@ def test_check_downloads_into_an_empty_cache(tmp_path: Path) -> None:
     wheels = list((tmp_path / "cache" / "k26ctl" / "sglang-wheels").glob("sglang-0.5.14-*.whl"))
     assert len(wheels) == 1
     stamp = wheels[0].stat().st_mtime_ns
-    second = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    second = run_k26ctl(*argv, timeout=300, env=env)
     assert second.returncode == 0 and wheels[0].stat().st_mtime_ns == stamp

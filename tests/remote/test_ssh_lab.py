@@ -24,6 +24,7 @@ from k26ctl.errors import (
 )
 from k26ctl.lab.host import LabHostState
 from k26ctl.remote.ssh import SSHHost, load_ssh_config, resolve_target
+from tests.support.cli import CliResult, run_k26ctl
 from tests.support.hosts import lab_profile, ssh_host
 
 pytestmark = pytest.mark.labhost
@@ -472,12 +473,10 @@ def test_cli_host_key_errors_are_one_line_with_exit_69(lab_host: LabHostState, t
         f"Host k26-host\n  HostName {lab_host.address}\n  User root\n  IdentityFile {lab_host.key_path}\n"
         f"  UserKnownHostsFile {known}\n"
     )
-    env = dict(os.environ, K26CTL_SSH_CONFIG=str(config), NO_COLOR="1")
+    env = {"K26CTL_SSH_CONFIG": str(config)}
 
-    def k26ctl(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "k26ctl", *args], capture_output=True, text=True, env=env
-        )
+    def k26ctl(*args: str) -> CliResult:
+        return run_k26ctl(*args, env=env)
 
     unknown = k26ctl("status", "base")  # the shipped profile names its host by the alias k26-host
     assert unknown.returncode == 69

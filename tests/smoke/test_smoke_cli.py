@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -15,28 +12,13 @@ import pytest
 import yaml
 
 from tests.smoke.fake_sglang import FakeSGLang
+from tests.support.cli import run_k26ctl
 
-ROOT = Path(__file__).resolve().parents[2]
 CORPUS_LIKE = [
     {"text": "The capital of France is Paris.", "prompt": "What is the capital of France?"},
     {"text": "The.r!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!", "kind": "prose"},
     {"text": "def f(x):\n    return x\n", "kind": "code"},
 ]
-
-
-def k26ctl(
-    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=full_env,
-        cwd=ROOT,
-    )
 
 
 @pytest.fixture()
@@ -68,7 +50,7 @@ def answer(good: bool) -> Any:
 
 def test_smoke_url_pass_prints_the_table(suite_file: Path) -> None:
     with FakeSGLang(answer(True)) as fake:
-        done = k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file))
+        done = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file))
     assert done.returncode == 0, done.stderr
     assert "smoke PASSED" in done.stdout
     assert "hello@T0" in done.stdout and "accept len" in done.stdout
@@ -78,7 +60,9 @@ def test_smoke_url_pass_prints_the_table(suite_file: Path) -> None:
 def test_smoke_url_fail_json_and_junit(suite_file: Path, tmp_path: Path) -> None:
     junit = tmp_path / "out.xml"
     with FakeSGLang(answer(False)) as fake:
-        done = k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--junit", str(junit))
+        done = run_k26ctl(
+            "smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--junit", str(junit)
+        )
     assert done.returncode == 1
     report = json.loads(done.stdout)  # exactly one JSON document on stdout
     assert report["passed"] is False
@@ -92,8 +76,8 @@ def test_smoke_probes_skipped_is_reported_and_no_probes_turns_them_off(suite_fil
     """A server without token ids: the probes are reported as skipped (a warning, not a silent pass);
     --no-probes leaves them out."""
     with FakeSGLang(answer(True)) as fake:
-        done = k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json")
-        off = k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--no-probes")
+        done = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json")
+        off = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--no-probes")
     report = json.loads(done.stdout)
     assert report["passed"] is True
     assert report["probes"]["verdict"] == "skipped" and report["probes"]["checked"] == 0
@@ -106,17 +90,17 @@ def test_smoke_record_then_compare_baseline(suite_file: Path, tmp_path: Path) ->
     baseline = tmp_path / "base.json"
     with FakeSGLang(answer(True)) as fake:
         assert (
-            k26ctl(
+            run_k26ctl(
                 "smoke", "--url", fake.url, "--suite", str(suite_file), "--record-baseline", str(baseline)
             ).returncode
             == 0
         )
-        done = k26ctl(
+        done = run_k26ctl(
             "smoke", "--url", fake.url, "--suite", str(suite_file), "--baseline", str(baseline), "--json"
         )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["baseline"]["exact_match_rate"] == 1.0
-    both = k26ctl(
+    both = run_k26ctl(
         "smoke",
         "--url",
         "http://127.0.0.1:9",
@@ -133,7 +117,7 @@ def test_smoke_unreachable_is_69(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     junit = tmp_path / "unreachable.xml"
-    done = k26ctl("smoke", "--url", f"http://127.0.0.1:{port}", "--junit", str(junit))
+    done = run_k26ctl("smoke", "--url", f"http://127.0.0.1:{port}", "--junit", str(junit))
     assert done.returncode == 69
     assert "cannot reach the server" in done.stderr and "Traceback" not in done.stderr
     root = ET.parse(junit).getroot()
@@ -156,7 +140,7 @@ def test_smoke_unreachable_is_69(tmp_path: Path) -> None:
     ],
 )
 def test_smoke_usage_and_config_errors(args: tuple[str, ...], code: int, message: str) -> None:
-    done = k26ctl("smoke", *args, env={"K26_TEST_UNSET_KEY": ""})
+    done = run_k26ctl("smoke", *args, env={"K26_TEST_UNSET_KEY": ""})
     assert done.returncode == code, done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
@@ -164,7 +148,7 @@ def test_smoke_usage_and_config_errors(args: tuple[str, ...], code: int, message
 
 def test_smoke_api_key_from_the_environment(suite_file: Path) -> None:
     with FakeSGLang(answer(True), api_key="t0ken") as fake:
-        ok = k26ctl(
+        ok = run_k26ctl(
             "smoke",
             "--url",
             fake.url,
@@ -174,7 +158,7 @@ def test_smoke_api_key_from_the_environment(suite_file: Path) -> None:
             "K26_TEST_KEY",
             env={"K26_TEST_KEY": "t0ken"},
         )
-        refused = k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file))
+        refused = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file))
     assert ok.returncode == 0, ok.stderr
     assert "t0ken" not in ok.stdout + ok.stderr
     assert refused.returncode == 77 and "refused the API key" in refused.stderr
@@ -183,19 +167,19 @@ def test_smoke_api_key_from_the_environment(suite_file: Path) -> None:
 def test_score_file_and_stdin(tmp_path: Path) -> None:
     path = tmp_path / "outs.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in CORPUS_LIKE) + "\n")
-    done = k26ctl("score", str(path), "--json")
+    done = run_k26ctl("score", str(path), "--json")
     assert done.returncode == 1
     lines = [json.loads(x) for x in done.stdout.splitlines()]
     assert [x["degenerate"] for x in lines] == [False, True, False]
     assert all(isinstance(x["reasons"], list) for x in lines)
     assert any(r.startswith("char_run") for r in lines[1]["reasons"])
 
-    ok = k26ctl("score", "-", stdin=json.dumps(CORPUS_LIKE[0]) + "\n")
+    ok = run_k26ctl("score", "-", stdin=json.dumps(CORPUS_LIKE[0]) + "\n")
     assert ok.returncode == 0 and "ok" in ok.stdout
 
 
 def test_score_bad_input() -> None:
-    done = k26ctl("score", "-", stdin='{"text": "fine"}\nnot json\n')
+    done = run_k26ctl("score", "-", stdin='{"text": "fine"}\nnot json\n')
     assert done.returncode == 78 and "<stdin>:2" in done.stderr
-    missing = k26ctl("score", "/nonexistent.jsonl")
+    missing = run_k26ctl("score", "/nonexistent.jsonl")
     assert missing.returncode == 78 and "score input not found: /nonexistent.jsonl" in missing.stderr

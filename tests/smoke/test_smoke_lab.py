@@ -8,9 +8,6 @@ smoke command runs as a subprocess, as a user would run it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,22 +18,11 @@ import pytest
 pytest.importorskip("torch", reason="the lab server needs torch")
 
 from tests.smoke.lab_server import LabServer, lab_server
+from tests.support.cli import run_k26ctl, spawn_k26ctl
 
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def k26ctl(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +30,16 @@ def none_baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Greedy outputs of the plain (NONE) lab server, recorded with `--record-baseline`."""
     path = tmp_path_factory.mktemp("baseline") / "none.json"
     with lab_server("none") as server:
-        done = k26ctl(
-            "smoke", "--url", server.url, "--suite", "lab", "--record-baseline", str(path), "--json"
+        done = run_k26ctl(
+            "smoke",
+            "--url",
+            server.url,
+            "--suite",
+            "lab",
+            "--record-baseline",
+            str(path),
+            "--json",
+            timeout=180,
         )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     yield path
@@ -65,7 +59,7 @@ def test_unpatched_ddtree_b16_fails_with_named_findings_and_accept_collapse(tmp_
     junit = tmp_path / "smoke.xml"
     with lab_server("ddtree-b16") as server:
         health = httpx.get(server.url + "/health", timeout=30, trust_env=False).status_code
-        done = k26ctl(
+        done = run_k26ctl(
             "smoke",
             "--url",
             server.url,
@@ -76,6 +70,7 @@ def test_unpatched_ddtree_b16_fails_with_named_findings_and_accept_collapse(tmp_
             str(junit),
             "--min-accept-length",
             "2.5",
+            timeout=180,
         )
     assert health == 200  # /health is happy while the answers are garbage
     assert done.returncode == 1, done.stderr[-3000:]
@@ -102,7 +97,7 @@ def test_patched_ddtree_b16_passes_with_parity_against_none(none_baseline: Path,
     """Through the PROFILE path: the patched lab profile, pointed at this machine (host.address local)."""
     with lab_server("ddtree-b16-patched", patched=True) as server:
         port = server.url.rsplit(":", 1)[1]
-        done = k26ctl(
+        done = run_k26ctl(
             "smoke",
             str(ROOT / "profiles" / "lab" / "ddtree-b16-patched.yaml"),
             "--set",
@@ -116,6 +111,7 @@ def test_patched_ddtree_b16_passes_with_parity_against_none(none_baseline: Path,
             "--baseline",
             str(none_baseline),
             "--json",
+            timeout=180,
         )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     report = json.loads(done.stdout)
@@ -129,15 +125,7 @@ def test_patched_ddtree_b16_passes_with_parity_against_none(none_baseline: Path,
 
 
 def _run_and_kill(server: LabServer, args: list[str]) -> tuple[int, str, str]:
-    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "k26ctl", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
+    proc = spawn_k26ctl(*args)
     assert proc.stderr is not None
     seen: list[str] = []
     deadline = time.monotonic() + 120

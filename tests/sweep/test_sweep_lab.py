@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from k26ctl.resources import profiles_dir, project_root
+from tests.support.cli import run_k26ctl
 
 pytestmark = [pytest.mark.labhost, pytest.mark.lab]
 
@@ -31,29 +30,30 @@ def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
     state = tmp_path / "state"
     (state / "k26ctl").mkdir(parents=True)
     (state / "k26ctl" / "lab").symlink_to(real)
-    return {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
-
-
-def k26ctl(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args], env=env, capture_output=True, text=True, timeout=900
-    )
+    return {"XDG_STATE_HOME": str(state)}
 
 
 def test_small_sweep_on_the_lab_host(lab_host, lab_env: dict[str, str], tmp_path: Path) -> None:
     sets = ["--set", f"host.lab={lab_host.name}", "--set", f"smoke.suite={SUITE}"]
     # what is live before the sweep: plain decoding
-    first = k26ctl(
-        "deploy", str(profiles_dir() / "lab" / "none.yaml"), *sets[:2], "--yes", "--no-smoke", env=lab_env
+    first = run_k26ctl(
+        "deploy",
+        str(profiles_dir() / "lab" / "none.yaml"),
+        *sets[:2],
+        "--yes",
+        "--no-smoke",
+        env=lab_env,
+        timeout=900,
     )
     assert first.returncode == 0, first.stderr
     winner_file = tmp_path / "winner.yaml"
-    run = k26ctl(
+    run = run_k26ctl(
         "sweep", str(PROFILE), *sets,
         "--param", "spec.ddtree.budget=6..8",
         "--concurrency", "1,2", "--requests", "4", "--max-tokens", "32", "--max-restarts", "6",
         "--write-profile", str(winner_file), "--yes", "--json",
         env=lab_env,
+        timeout=900,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     doc = json.loads(run.stdout)
@@ -74,22 +74,24 @@ def test_small_sweep_on_the_lab_host(lab_host, lab_env: dict[str, str], tmp_path
     assert 0 < doc["restarts"] <= 6
     winner = yaml.safe_load(winner_file.read_text())
     assert winner["extends"] and Path(winner_file.parent, winner["extends"]).resolve() == PROFILE.resolve()
-    rendered = k26ctl("render", str(winner_file), "--format", "argv", env=lab_env)
+    rendered = run_k26ctl("render", str(winner_file), "--format", "argv", env=lab_env, timeout=900)
     assert rendered.returncode == 0, rendered.stderr
     # the log reads the same session back without deploying anything
-    log = k26ctl("sweep", "log", "--json", env=lab_env)
+    log = run_k26ctl("sweep", "log", "--json", env=lab_env, timeout=900)
     assert log.returncode == 0, log.stderr
     assert [p["assignment"] for p in json.loads(log.stdout)["points"]] == [
         p["assignment"] for p in doc["points"]
     ]
     # a resumed finished sweep pays nothing more
-    again = k26ctl("sweep", "--resume", "--yes", "--json", env=lab_env)
+    again = run_k26ctl("sweep", "--resume", "--yes", "--json", env=lab_env, timeout=900)
     assert again.returncode == 0, again.stderr
     assert len(json.loads(again.stdout)["points"]) == len(doc["points"])
     # reset puts plain decoding back
-    reset = k26ctl("sweep", "reset", "--yes", "--json", env=lab_env)
+    reset = run_k26ctl("sweep", "reset", "--yes", "--json", env=lab_env, timeout=900)
     assert reset.returncode == 0, reset.stderr
     assert json.loads(reset.stdout)["restored"] is True
     # the unit and patches are plain decoding's again: deploying none.yaml has nothing to change
-    check = k26ctl("deploy", str(profiles_dir() / "lab" / "none.yaml"), *sets[:2], "--check", env=lab_env)
+    check = run_k26ctl(
+        "deploy", str(profiles_dir() / "lab" / "none.yaml"), *sets[:2], "--check", env=lab_env, timeout=900
+    )
     assert check.returncode == 0, check.stdout + check.stderr
