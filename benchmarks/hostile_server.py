@@ -1,7 +1,7 @@
 """Time and memory of `k26ctl smoke` against every hostile fault-server mode.
 
-For each mode in tests/faults/fault_server.py HOSTILE_MODES, a fault server runs in its own process
-and `python -m k26ctl smoke --url ... --model m --timeout T --suite tests/faults/hostile_suite.yaml`
+For each mode in tests/support/fake_sglang.py HOSTILE_MODES, a fake SGLang server runs in its own
+process and `python -m k26ctl smoke --url ... --model m --timeout T --suite tests/faults/hostile_suite.yaml`
 runs as a child; the command's own wall time (measured in the child after its imports), the whole
 process's wall time, its peak RSS (from wait4's rusage), its exit code and whether stderr held a
 traceback are recorded. Pass: the command's wall < T + 2 s and peak RSS < 300 MB.
@@ -30,10 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.faults.fault_server import HOSTILE_MODES  # noqa: E402
+from tests.support.fake_sglang import HOSTILE_MODES  # noqa: E402
 
 SUITE = REPO / "tests" / "faults" / "hostile_suite.yaml"
-SERVER = REPO / "tests" / "faults" / "fault_server.py"
+SERVER = [sys.executable, "-m", "tests.support.fake_sglang"]
 
 
 def _free_port() -> int:
@@ -45,7 +45,7 @@ def _free_port() -> int:
 def _start_server(mode: str) -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--host", "127.0.0.1", "--port", str(port), "--mode", mode],
+        [*SERVER, "--host", "127.0.0.1", "--port", str(port), "--mode", mode],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         cwd=REPO,

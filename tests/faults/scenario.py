@@ -23,12 +23,12 @@ from tests.support.cli import CliResult, run_k26ctl, spawn_k26ctl
 from .helpers import REPO
 from .hostctl import HostCtl
 
-FAULT_SERVER_DIR = REPO / "tests" / "faults"
+FAULTS_DIR = REPO / "tests" / "faults"
 KNOWN_STATES = {"active", "activating", "failed", "inactive", "deactivating", "reloading"}
 
 
 def fault_profile(lab_name: str) -> dict[str, object]:
-    """A profile whose service is tests/faults/fault_server.py (starts in a fraction of a second)."""
+    """A profile whose service is tests/support/fake_sglang.py (starts in a fraction of a second)."""
     return {
         "name": "faults",
         "description": "fault-injection target",
@@ -45,14 +45,14 @@ def fault_profile(lab_name: str) -> dict[str, object]:
             "environment": {
                 # the lab host sees the project at INNER_PROJECT_DIR whatever the checkout's path (a
                 # checkout under /tmp is hidden from a PrivateTmp=yes service)
-                "PYTHONPATH": f"{INNER_PROJECT_DIR}/{FAULT_SERVER_DIR.relative_to(REPO)}",
+                "PYTHONPATH": INNER_PROJECT_DIR,
                 "FAULT_MODE": "ok",
                 "FAULT_LOAD_SECONDS": "0.3",
             },
         },
         "sglang": {
             "python": "/opt/k26lab/venv/bin/python",
-            "entrypoint": "fault_server",
+            "entrypoint": "tests.support.fake_sglang",
             "model_path": "/opt/k26lab/models/k26lab-tiny",
             "served_model_name": "fault-model",
             "tp_size": 1,
@@ -62,7 +62,7 @@ def fault_profile(lab_name: str) -> dict[str, object]:
             "port": 30000,
         },
         "readiness": {"timeout": 20, "poll_initial": 0.5},
-        "smoke": {"timeout": 10, "suite": str(FAULT_SERVER_DIR / "fault_suite.yaml")},
+        "smoke": {"timeout": 10, "suite": str(FAULTS_DIR / "fault_suite.yaml")},
     }
 
 

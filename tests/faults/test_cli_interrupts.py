@@ -8,8 +8,7 @@ import time
 import pytest
 
 from tests.support.cli import spawn_k26ctl
-
-from .fault_server import start_in_thread
+from tests.support.fake_sglang import start_in_thread
 
 
 @pytest.mark.timeout(60)

@@ -1,4 +1,4 @@
-"""The fault server's hostile modes against the bounded HTTP client, the smoke CLI and the readiness
+"""The fake SGLang server's hostile modes against the bounded HTTP client, the smoke CLI and the readiness
 prober: each ends with a clear error or a finding, a bounded number of bytes read, and no traceback.
 Time and memory per mode are measured by benchmarks/hostile_server.py, not asserted here."""
 
@@ -13,14 +13,13 @@ from k26ctl import httpsafe
 from k26ctl.errors import UnreachableError
 from k26ctl.smoke.client import ResponseError, SGLangClient
 from tests.support.cli import CliResult, run_in_process
-
-from .fault_server import ESCAPES, HOSTILE_MODES, FaultServer, start_in_thread
+from tests.support.fake_sglang import ESCAPES, HOSTILE_MODES, FakeSGLang, start_in_thread
 
 SUITE = str(Path(__file__).with_name("hostile_suite.yaml"))
 
 
 @pytest.fixture()
-def server(request: pytest.FixtureRequest) -> Iterator[FaultServer]:
+def server(request: pytest.FixtureRequest) -> Iterator[FakeSGLang]:
     srv = start_in_thread(request.param)
     yield srv
     srv.hung.set()
@@ -28,7 +27,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[FaultServer]:
     srv.server_close()
 
 
-def _url(srv: FaultServer) -> str:
+def _url(srv: FakeSGLang) -> str:
     return f"http://127.0.0.1:{srv.server_address[1]}"
 
 
@@ -38,7 +37,7 @@ def _chat(client: SGLangClient) -> object:
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("server", ["slow-headers", "slow-body"], indirect=True)
-def test_a_dripping_server_hits_the_total_deadline(server: FaultServer) -> None:
+def test_a_dripping_server_hits_the_total_deadline(server: FakeSGLang) -> None:
     """Each byte arrives well inside the per-read timeout; only a total deadline ends the request."""
     with SGLangClient(_url(server), timeout=1.5) as client, pytest.raises(UnreachableError) as caught:
         _chat(client)
@@ -47,7 +46,7 @@ def test_a_dripping_server_hits_the_total_deadline(server: FaultServer) -> None:
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("server", ["endless"], indirect=True)
-def test_an_endless_body_stops_at_the_cap(server: FaultServer) -> None:
+def test_an_endless_body_stops_at_the_cap(server: FakeSGLang) -> None:
     cap = 1 << 20
     client = SGLangClient(_url(server), timeout=10, max_body=cap)
     with client, pytest.raises(ResponseError) as caught:
@@ -60,7 +59,7 @@ def test_an_endless_body_stops_at_the_cap(server: FaultServer) -> None:
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("server", ["gzip-bomb"], indirect=True)
-def test_a_gzip_bomb_is_capped_after_decompression(server: FaultServer) -> None:
+def test_a_gzip_bomb_is_capped_after_decompression(server: FakeSGLang) -> None:
     client = SGLangClient(_url(server), timeout=10, max_body=1 << 20)
     with client, pytest.raises(ResponseError) as caught:
         _chat(client)
@@ -93,14 +92,14 @@ def test_the_inflater_never_holds_more_than_the_budget() -> None:
     ],
     indirect=["server"],
 )
-def test_wrong_shapes_are_response_errors(server: FaultServer, expected: str) -> None:
+def test_wrong_shapes_are_response_errors(server: FakeSGLang, expected: str) -> None:
     with SGLangClient(_url(server), timeout=5) as client, pytest.raises(ResponseError) as caught:
         _chat(client)
     assert expected in str(caught.value)
 
 
 @pytest.mark.parametrize("server", ["wrong-types"], indirect=True)
-def test_wrong_generate_and_server_info_shapes(server: FaultServer) -> None:
+def test_wrong_generate_and_server_info_shapes(server: FakeSGLang) -> None:
     with SGLangClient(_url(server), timeout=5) as client:
         with pytest.raises(ResponseError, match="meta_info"):
             client.generate("x", temperature=0.0, max_new_tokens=4)
@@ -109,7 +108,7 @@ def test_wrong_generate_and_server_info_shapes(server: FaultServer) -> None:
 
 
 @pytest.mark.parametrize("server", ["wrong-models"], indirect=True)
-def test_a_model_list_of_the_wrong_shape(server: FaultServer) -> None:
+def test_a_model_list_of_the_wrong_shape(server: FakeSGLang) -> None:
     with SGLangClient(_url(server), timeout=5) as client, pytest.raises(ResponseError, match="data"):
         client.model_names()
 
@@ -120,7 +119,7 @@ def test_invalid_timeouts_are_refused() -> None:
             httpsafe.check_timeout(bad)
 
 
-def _cli_smoke(srv: FaultServer, *extra: str) -> CliResult:
+def _cli_smoke(srv: FakeSGLang, *extra: str) -> CliResult:
     args = ["smoke", "--url", _url(srv), "--timeout", "1.5", "--suite", SUITE, *extra]
     run = run_in_process(args)
     assert run.exception is None, f"exception escaped the CLI: {run.exception!r}"
@@ -129,7 +128,7 @@ def _cli_smoke(srv: FaultServer, *extra: str) -> CliResult:
 
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("server", HOSTILE_MODES, indirect=True)
-def test_smoke_cli_against_every_hostile_mode(server: FaultServer) -> None:
+def test_smoke_cli_against_every_hostile_mode(server: FakeSGLang) -> None:
     """The whole smoke command: a documented exit code (1 failed, 69 unreachable), no traceback, and
     nothing of the server's escapes reaching the terminal raw."""
     proc = _cli_smoke(server, "--model", "m") if server.mode != "wrong-models" else _cli_smoke(server)
@@ -143,7 +142,7 @@ def test_smoke_cli_against_every_hostile_mode(server: FaultServer) -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("server", ["escapes"], indirect=True)
-def test_a_hostile_model_id_is_shown_escaped(server: FaultServer) -> None:
+def test_a_hostile_model_id_is_shown_escaped(server: FakeSGLang) -> None:
     """The model id from /v1/models goes into the title and the summary: shown escaped, markup inert."""
     proc = _cli_smoke(server)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -167,7 +166,7 @@ def test_a_hostile_model_id_is_shown_escaped(server: FaultServer) -> None:
     ],
     indirect=["server"],
 )
-def test_readiness_probes_are_bounded_too(server: FaultServer, expected: str) -> None:
+def test_readiness_probes_are_bounded_too(server: FakeSGLang, expected: str) -> None:
     """The deploy's readiness prober uses the same bounded client: a hostile server is 'not ready',
     with a reason that is safe to print, never a hang or a traceback."""
     from k26ctl.deploy.wait import HttpProber

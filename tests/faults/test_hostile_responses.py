@@ -13,13 +13,13 @@ import pytest
 
 from k26ctl.errors import UnreachableError
 from tests.support.cli import run_k26ctl
+from tests.support.fake_sglang import FakeSGLang, start_in_thread
 
-from .fault_server import FaultServer, start_in_thread
 from .helpers import REPO
 
 
 @pytest.fixture()
-def server(request: pytest.FixtureRequest) -> Iterator[FaultServer]:
+def server(request: pytest.FixtureRequest) -> Iterator[FakeSGLang]:
     srv = start_in_thread(request.param)
     yield srv
     srv.hung.set()  # release handlers stuck in `hang`
@@ -27,11 +27,11 @@ def server(request: pytest.FixtureRequest) -> Iterator[FaultServer]:
     srv.server_close()
 
 
-def _url(srv: FaultServer) -> str:
+def _url(srv: FakeSGLang) -> str:
     return f"http://127.0.0.1:{srv.server_address[1]}"
 
 
-def _smoke(srv: FaultServer, timeout: float = 3.0) -> object:
+def _smoke(srv: FakeSGLang, timeout: float = 3.0) -> object:
     from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
 
     return run_smoke(SmokeTarget(_url(srv), "fault-model"), options=SmokeOptions(timeout=timeout))
@@ -39,7 +39,7 @@ def _smoke(srv: FaultServer, timeout: float = 3.0) -> object:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("server", ["status500", "malformed", "binary", "huge", "binary-text"], indirect=True)
-def test_bad_bodies_fail_the_smoke_with_findings(server: FaultServer) -> None:
+def test_bad_bodies_fail_the_smoke_with_findings(server: FakeSGLang) -> None:
     report = _smoke(server)
     assert report.passed is False  # type: ignore[attr-defined]
     assert server.completions > 0, "the suite never reached the completion endpoint"
@@ -51,7 +51,7 @@ def test_bad_bodies_fail_the_smoke_with_findings(server: FaultServer) -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("server", ["hang"], indirect=True)
-def test_hanging_server_is_unreachable_not_a_hang(server: FaultServer) -> None:
+def test_hanging_server_is_unreachable_not_a_hang(server: FakeSGLang) -> None:
     with pytest.raises(UnreachableError) as caught:
         _smoke(server, timeout=2.0)
     assert "timeout" in caught.value.message.lower() or "no answer" in caught.value.message.lower()
@@ -59,7 +59,7 @@ def test_hanging_server_is_unreachable_not_a_hang(server: FaultServer) -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("server", ["hang", "binary-text", "malformed"], indirect=True)
-def test_smoke_cli_against_a_hostile_server(server: FaultServer) -> None:
+def test_smoke_cli_against_a_hostile_server(server: FakeSGLang) -> None:
     """Through the real console entry, as a subprocess: a documented exit code and no traceback."""
     proc = run_k26ctl("smoke", "--url", _url(server), "--model", "fault-model", "--timeout", "2", timeout=50)
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -70,7 +70,7 @@ def test_smoke_cli_against_a_hostile_server(server: FaultServer) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("server", ["huge-text"], indirect=True)
-def test_multi_megabyte_completion_texts_are_scored_in_bounded_time(server: FaultServer) -> None:
+def test_multi_megabyte_completion_texts_are_scored_in_bounded_time(server: FakeSGLang) -> None:
     """A server that ignores max_tokens and sends 4 MiB per answer: the default suite must still end in
     well under its per-request timeout. Run in a child with a 20 s budget so a slow scorer cannot stall
     the test session."""

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from k26ctl.lab.load import run_load
-
-from ..faults.fault_server import FaultServer, start_in_thread
+from tests.support.fake_sglang import FakeSGLang, start_in_thread
 
 
 @pytest.fixture
 def fault() -> Iterator[object]:
-    servers: list[FaultServer] = []
+    servers: list[FakeSGLang] = []
 
     def start(mode: str) -> str:
         server = start_in_thread(mode)

@@ -13,13 +13,12 @@ import pytest
 
 from k26ctl.errors import UnreachableError
 from k26ctl.fleet.router import Router, RouterError
-
-from ..faults.fault_server import ESCAPES, FaultServer, start_in_thread
+from tests.support.fake_sglang import ESCAPES, FakeSGLang, start_in_thread
 
 
 @pytest.fixture
 def fault() -> Iterator[object]:
-    servers: list[FaultServer] = []
+    servers: list[FakeSGLang] = []
 
     def start(mode: str) -> str:
         server = start_in_thread(mode)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.smoke.fake_sglang import FakeSGLang
 from tests.support.cli import run_k26ctl
+from tests.support.fake_sglang import FakeSGLang
 
 CORPUS_LIKE = [
     {"text": "The capital of France is Paris.", "prompt": "What is the capital of France?"},

@@ -22,7 +22,7 @@ from k26ctl.errors import ConfigError, PermissionDeniedError, UnreachableError
 from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
 from k26ctl.smoke.baseline import Baseline
 from k26ctl.smoke.suite import Suite, parse_suite
-from tests.smoke.fake_sglang import FakeSGLang, Fault
+from tests.support.fake_sglang import FakeSGLang, Fault
 
 ANSWERS = {
     "prose": "Air molecules scatter blue sunlight more strongly than red light, so the whole sky glows blue.",

@@ -14,8 +14,7 @@ import pytest
 
 from k26ctl.httpsafe import BoundedClient
 from k26ctl.sweep.load import LoadSpec, measure_level, stream_one
-
-from ..faults.fault_server import FaultServer, start_in_thread
+from tests.support.fake_sglang import FakeSGLang, start_in_thread
 
 
 def sse(meta: object) -> bytes:
@@ -76,7 +75,7 @@ def serve() -> Iterator[object]:
 
     yield start
     for server in servers:
-        if isinstance(server, FaultServer):
+        if isinstance(server, FakeSGLang):
             server.hung.set()
         server.shutdown()
 
