@@ -107,25 +107,6 @@ class SearchResult:
         doc.update(steps=steps, restarts=self.restarts, seconds=round(sum(s.seconds for s in self.steps), 2))
         return doc
 
-    def summary(self) -> str:
-        outcome = self.outcome
-        tail = f"{len(self.steps)} steps, {self.restarts} restarts"
-        if isinstance(outcome, NumericOutcome):
-            if outcome.status == "found":
-                return (
-                    f"first bad {outcome.key}={outcome.first_bad!r}, last good {outcome.last_good!r} ({tail})"
-                )
-            suspects = ", ".join(repr(s) for s in outcome.suspects)
-            return f"{outcome.key}: skipped values block the search; first bad is one of {suspects} ({tail})"
-        keys = ", ".join(c.key for c in outcome.culprits)
-        parts = [f"culprit keys: {keys} (of {len(outcome.changes)} changed)"]
-        for key, refined in outcome.refined.items():
-            if refined.status == "found":
-                parts.append(f"{key}: first bad {refined.first_bad!r}, last good {refined.last_good!r}")
-            else:
-                parts.append(f"{key}: first bad is one of {refined.suspects!r}")
-        return "; ".join(parts) + f" ({tail})"
-
 
 def _step_value(outcome: Outcome, step: StepRecord) -> Any:
     if isinstance(outcome, NumericOutcome) and set(step.assignment) == {outcome.key}:

@@ -228,7 +228,9 @@ def _finish(result: SearchResult, as_json: bool) -> None:
     if as_json:
         print_json(result.to_json())
     else:
-        print(result.summary())
+        from k26ctl.cli.present.bisect import search_summary
+
+        print(search_summary(result))
     if not result.found:
         raise typer.Exit(1)
 

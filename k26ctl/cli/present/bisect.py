@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from k26ctl.bisect.plan import Probe, describe
+from k26ctl.bisect.engine import SearchResult
+from k26ctl.bisect.plan import NumericOutcome, Probe, describe
 from k26ctl.bisect.session import StepRecord
 
 _COLOURS = {"good": "green", "bad": "red", "skip": "yellow"}
@@ -89,3 +90,22 @@ def _escape(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+def search_summary(result: SearchResult) -> str:
+    """The search's answer in one line (the result without --json)."""
+    outcome = result.outcome
+    tail = f"{len(result.steps)} steps, {result.restarts} restarts"
+    if isinstance(outcome, NumericOutcome):
+        if outcome.status == "found":
+            return f"first bad {outcome.key}={outcome.first_bad!r}, last good {outcome.last_good!r} ({tail})"
+        suspects = ", ".join(repr(s) for s in outcome.suspects)
+        return f"{outcome.key}: skipped values block the search; first bad is one of {suspects} ({tail})"
+    keys = ", ".join(c.key for c in outcome.culprits)
+    parts = [f"culprit keys: {keys} (of {len(outcome.changes)} changed)"]
+    for key, refined in outcome.refined.items():
+        if refined.status == "found":
+            parts.append(f"{key}: first bad {refined.first_bad!r}, last good {refined.last_good!r}")
+        else:
+            parts.append(f"{key}: first bad is one of {refined.suspects!r}")
+    return "; ".join(parts) + f" ({tail})"
