@@ -166,55 +166,35 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
     Period 1 is left to `char_runs`. A stretch counts when text[i] == text[i + p] holds for at least
     (min_copies - 1) * p consecutive positions. Each character becomes a one- or two-byte code, and for
     every period the text is compared with itself shifted by p in one big-integer XOR: the zero codes
-    are the equal positions, and a bytes regex finds their runs. The work per period is in C, so callers
-    may pass a few thousand characters. A period that needs _GRAM or more equal positions is tried only
-    when some _GRAM characters recur at exactly that distance (a necessary condition).
+    are the equal positions, and a bytes search finds their runs. The work per period is in C (about a
+    microsecond for a 600-character text), so every period is simply tried: listing which periods
+    some n-gram recurs at, to skip the others, costs more in Python than it saves.
     """
     n = len(text)
     top = min(max_period, n // 2)
     codes, width = _char_codes(text)
     whole = int.from_bytes(codes, "big")
-    distances = _recurrence_distances(text, _GRAM, top)
     found: list[Repeat] = []
     for p in range(2, top + 1):
         need = max(int((min_copies - 1) * p), 1)
-        if need >= _GRAM and p not in distances:
-            continue
-        span = n - p  # positions j compared with j + p
-        diff = (whole >> (8 * width * p)) ^ (whole & ((1 << (8 * width * span)) - 1))
-        equal = _zero_codes(diff.to_bytes(width * span, "big"), width)
-        if bytes(need) not in equal:
+        # Unit k of the XOR is codes[k] ^ codes[k - p] for k >= p; the first p units keep their own
+        # (non-zero) codes, so a zero run never starts before p and position k stands for k - p.
+        diff = (whole ^ (whole >> (8 * width * p))).to_bytes(width * n, "big")
+        equal = diff if width == 1 else _zero_codes(diff, width)
+        zeros = _zero_bytes(need)
+        if zeros not in equal:
             continue  # no stretch of `need` equal positions at this period
-        for run in _zero_runs(need).finditer(equal):
-            start, stop = run.span()
+        for run in _zero_runs(need).finditer(equal, p):
+            start, stop = run.start() - p, run.end() - p
             unit = text[start : start + p]
             if (unit + unit).find(unit, 1) == p:  # primitive: not a repeat of a shorter unit
                 found.append(Repeat(start, stop + p, p, unit))
     return found
 
 
-_GRAM = 8
-
-
-def _recurrence_distances(text: str, q: int, limit: int) -> set[int] | range:
-    """Distances (up to `limit`) between two occurrences of the same q characters; every distance
-    when some q characters recur too often for the pairs to be worth listing (a loop)."""
-    seen: dict[str, list[int]] = {}
-    distances: set[int] = set()
-    for i in range(len(text) - q + 1):
-        gram = text[i : i + q]
-        earlier = seen.get(gram)
-        if earlier is None:
-            seen[gram] = [i]
-            continue
-        if len(earlier) >= _MAX_RECURRENCES:
-            return range(limit + 1)
-        distances.update(i - j for j in earlier if i - j <= limit)
-        earlier.append(i)
-    return distances
-
-
-_MAX_RECURRENCES = 6
+@lru_cache(maxsize=256)
+def _zero_bytes(count: int) -> bytes:
+    return bytes(count)
 
 
 def _char_codes(text: str) -> tuple[bytes, int]:
