@@ -1,7 +1,8 @@
 """Word validity and function words for many languages, from wordfreq's word-frequency lists.
 
-wordfreq is imported and its lists are read on first use only (the CLI starts without them). Look-ups
-go through plain dicts and small caches, because the detectors ask about every word of every text.
+The lists are read on first use only (the CLI starts without them), through the on-disk cache of
+`wordlists` (so wordfreq itself is imported only to fill it). Look-ups go through plain sets and small
+caches, because the detectors ask about every word of every text.
 Chinese and Japanese need wordfreq's `cjk` extra to be segmented; they are never looked up here.
 """
 
@@ -11,6 +12,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
+
+from k26ctl.smoke import wordlists
 
 # Languages whose function words are compared to guess which language a run of words is in, by the
 # script of their letters. Korean is written with spaces, so its words can be looked up too.
@@ -40,10 +43,8 @@ def _frequencies(lang: str, wordlist: str) -> dict[str, float]:
 
 @lru_cache(maxsize=64)
 def function_words(lang: str) -> frozenset[str]:
-    """The language's most frequent words (from the small list, which loads in milliseconds)."""
-    freqs = _frequencies(lang, "small")
-    top = sorted(freqs, key=freqs.__getitem__, reverse=True)[:FUNCTION_WORDS_PER_LANGUAGE]
-    return frozenset(top)
+    """The language's most frequent words (the head of its small list)."""
+    return frozenset(wordlists.ranked_head(lang, "small")[:FUNCTION_WORDS_PER_LANGUAGE])
 
 
 def guess_language(words: Iterable[str], script: str) -> tuple[str, int]:
@@ -84,7 +85,7 @@ def is_word(word: str, lang: str) -> bool:
     technical text) or in `lang`'s list of common words. Other languages' large lists take seconds to
     read, so they are not used: for a language other than English an unknown word may just be rare.
     Apostrophe forms are looked up as written and without the apostrophe's tail."""
-    if word in _frequencies("en", "best") or word in _frequencies(lang, "small"):
+    if word in wordlists.members("en", "best") or word in wordlists.members(lang, "small"):
         return True
     plain = word.replace("\u2019", "'")
     if plain != word:
@@ -96,7 +97,7 @@ def is_word(word: str, lang: str) -> bool:
 @lru_cache(maxsize=50_000)
 def in_any_common_list(word: str, script: str) -> bool:
     """Some language written in `script` has the word among its common words (its small list)."""
-    return any(word in _frequencies(lang, "small") for lang in CANDIDATES.get(script, ()))
+    return any(word in wordlists.members(lang, "small") for lang in CANDIDATES.get(script, ()))
 
 
 def is_english_word(word: str) -> bool:
