@@ -234,26 +234,25 @@ def repeated_ngram_coverage(text: str, n: int, window_start: int = 0) -> tuple[f
     if length <= 0 or len(text) < 2 * n:
         return 0.0, -1
     first_seen: dict[str, int] = {}
+    remember = first_seen.setdefault  # the position of an n-gram's first occurrence
+    count = len(text) - n + 1
+    lo = min(max(0, window_start - n + 1), count)  # n-grams ending before the window cover nothing in it
+    for i in range(lo):
+        remember(text[i : i + n], i)
     covered_until = -1
     covered = 0
     first_index = -1
-    for i in range(len(text) - n + 1):
+    for i in range(lo, count):
         gram = text[i : i + n]
-        if gram.isspace():
-            continue  # blank stretches (blanked layout, indentation) are not repeated text
-        earlier = first_seen.get(gram)
-        if earlier is None:
-            first_seen[gram] = i
-            continue
-        if i + n <= window_start:
-            continue
-        lo = max(i, window_start, covered_until)
+        if remember(gram, i) == i or gram.isspace():
+            continue  # new, or blank (blanked layout, indentation is not repeated text)
+        lo_i = max(i, window_start, covered_until)
         hi = i + n
-        if hi > lo:
-            covered += hi - lo
+        if hi > lo_i:
+            covered += hi - lo_i
             covered_until = hi
             if first_index < 0:
-                first_index = lo
+                first_index = lo_i
     return covered / length, first_index
 
 
@@ -273,14 +272,14 @@ def ends_in_repetition(text: str, lines: int = 3) -> bool:
 def novel_word_share(text: str, start: int) -> float:
     """Share of the words in text[start:] that the text had not used before them (case-folded):
     near zero when a text only recombines what it already said, as loops with small variations do."""
-    import re
+    words = [w.casefold() for w in _WORD_RUN.findall(text)]
+    # words that begin before `start` (one running across it included) are the words used before
+    before = len(_WORD_RUN.findall(text, 0, start)) if start > 0 else 0
+    after = words[before:]
+    if not after:
+        return 0.0
+    # each word new to the text counts once, at its first use after `start`
+    return len(set(after).difference(words[:before])) / len(after)
 
-    seen: set[str] = set()
-    novel = total = 0
-    for match in re.finditer(r"\w+", text):
-        word = match.group().casefold()
-        if match.start() >= start:
-            total += 1
-            novel += word not in seen
-        seen.add(word)
-    return novel / total if total else 0.0
+
+_WORD_RUN = re.compile(r"\w+")

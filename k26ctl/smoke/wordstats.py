@@ -8,6 +8,7 @@ from Latin to Cyrillic or Telugu part-way is a sign of random vocabulary entries
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -37,31 +38,36 @@ class Word(NamedTuple):
     end: int
     scripts: tuple[str, ...]  # scripts of the word's letter runs, in order
     run_lengths: tuple[int, ...]  # letters in each of those runs
+    script: str  # the first of them
+    mixed: bool  # the word switches between scripts that are not written together
 
-    @property
-    def script(self) -> str:
-        return self.scripts[0]
 
-    @property
-    def mixed(self) -> bool:
-        """The word switches between scripts that are not written together."""
-        kinds = set(self.scripts)
-        return len(kinds) > 1 and not any(kinds <= group for group in _FRIENDS)
+def _is_mixed(scripts: tuple[str, ...]) -> bool:
+    kinds = set(scripts)
+    return len(kinds) > 1 and not any(kinds <= group for group in _FRIENDS)
 
 
 _WORD = regex.compile(r"\p{L}[\p{L}\p{M}]*(?:['\u2019]\p{L}[\p{L}\p{M}]*)*")
+# The same words in an ASCII text (no marks, no U+2019), found by the faster `re` engine.
+_ASCII_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
 _LATIN = ("Latin",)
+# Words are built with tuple.__new__: NamedTuple's generated __new__ is a Python call per word.
+_new_word = tuple.__new__
 
 
 @lru_cache(maxsize=8)
 def words_of(text: str) -> tuple[Word, ...]:
     """Letter runs (with inner apostrophes: "don't") between digits, punctuation and spaces; a word
     glued together from runs of several scripts is one word that knows its runs."""
+    if text.isascii():
+        found = [(m.group(), m.start(), m.end()) for m in _ASCII_WORD.finditer(text)]
+        return tuple([_new_word(Word, (w, a, b, _LATIN, (b - a,), "Latin", False)) for w, a, b in found])
     words: list[Word] = []
     for match in _WORD.finditer(text):
         word = match.group()
         if word.isascii():
-            words.append(Word(word, match.start(), match.end(), _LATIN, (len(word),)))
+            start, end = match.span()
+            words.append(_new_word(Word, (word, start, end, _LATIN, (end - start,), "Latin", False)))
             continue
         scripts: list[str] = []
         lengths: list[int] = []
@@ -72,5 +78,7 @@ def words_of(text: str) -> tuple[Word, ...]:
             else:
                 scripts.append(name)
                 lengths.append(run.end() - run.start())
-        words.append(Word(word, match.start(), match.end(), tuple(scripts), tuple(lengths)))
+        runs = tuple(scripts)
+        start, end = match.span()
+        words.append(_new_word(Word, (word, start, end, runs, tuple(lengths), runs[0], _is_mixed(runs))))
     return tuple(words)
