@@ -439,27 +439,34 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
     if not profile.check_gibberish:
         return []
     cleaned = _ABBREVIATION.sub(lambda m: " " * len(m.group()), blank_markup(text))
-    matches = list(_LATIN_WORD.finditer(cleaned))
-    if len(matches) < 20 or not _is_english(matches):
+    found = [(m.group(), m.start(), m.end()) for m in _LATIN_WORD.finditer(cleaned)]
+    if len(found) < 20:
+        return []
+    lowered = [word.lower() for word, _start, _end in found]
+    if lexicon.guess_language(lowered, "Latin")[0] != "en":
         return []  # a non-English text's short words are not fragments of English words
+    # A word's lower-cased letters are also in the lower-cased text (ASCII letters change one by one),
+    # so a text without any tripled letter spares every word that search.
+    any_tripled = _TRIPLED.search(cleaned.lower()) is not None
     odd = 0
     first_odd = -1
-    for match in matches:
-        word = match.group()
-        lower = word.lower()
-        short = (len(word) <= 2 and lower not in _SHORT_WORDS and not word.isupper()) or (
-            len(word) == 1 and word not in "aAI"
-        )
-        fragment = short and _stands_alone(cleaned, match.start(), match.end())
-        no_vowel = len(word) >= 3 and not _VOWEL.search(word) and not word.isupper()
-        tripled = _TRIPLED.search(lower) is not None
-        if fragment or no_vowel or tripled:
+    for (word, start, end), lower in zip(found, lowered, strict=True):
+        if len(word) <= 2:  # a stray fragment?
+            short = (lower not in _SHORT_WORDS and not word.isupper()) or (
+                len(word) == 1 and word not in "aAI"
+            )
+            odd_word = short and _stands_alone(cleaned, start, end)
+        else:  # no vowel, or a letter tripled
+            odd_word = (not _VOWEL.search(word) and not word.isupper()) or (
+                any_tripled and _TRIPLED.search(lower) is not None
+            )
+        if odd_word:
             odd += 1
             if first_odd < 0:
-                first_odd = match.start()
+                first_odd = start
     findings: list[Finding] = []
     start = max(first_odd, 0)
-    share = odd / len(matches)
+    share = odd / len(found)
     if odd >= 4 and share >= _FRAGMENT_SHARE:
         findings.append(
             Finding(
@@ -468,15 +475,10 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
                 _FRAGMENT_SHARE,
                 (start, len(text)),
                 _excerpt(text, start, len(text)),
-                f"{odd} of {len(matches)} words are fragments or not word-shaped",
+                f"{odd} of {len(found)} words are fragments or not word-shaped",
             )
         )
     return findings
-
-
-def _is_english(matches: list[re.Match[str]]) -> bool:
-    lowered = [m.group().lower() for m in matches]
-    return lexicon.guess_language(lowered, "Latin")[0] == "en"
 
 
 _FRAGMENT_SHARE = 0.12

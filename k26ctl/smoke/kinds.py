@@ -6,6 +6,7 @@ A suite names the kind of each prompt; when nothing is known the kind is guessed
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -142,7 +143,7 @@ def guess_kind(text: str) -> str:
         return "table"
     if len(lines) >= 4 and alnum < 0.2 * len(visible):
         return "art"
-    if len(lines) >= 4 and sum(_is_data_line(x) for x in lines) >= 0.6 * len(lines):
+    if len(lines) >= 4 and _mostly_data_lines(stripped, lines):
         return "table"  # rows of numbers, hex dumps, CSV of figures
     if stripped.count("\\") >= 4 and stripped.count("{") >= 2:
         return "math"
@@ -155,6 +156,15 @@ def guess_kind(text: str) -> str:
     if len(visible) <= 40:
         return "short"
     return "prose"
+
+
+def _mostly_data_lines(text: str, lines: list[str]) -> bool:
+    """At least 60 % of the lines are data lines. Each has two digits or more, so a text with fewer
+    digits than that in all is answered without looking at its lines (most prose)."""
+    needed = 0.6 * len(lines)
+    if 2 * math.ceil(needed) > len(_NOT_DIGIT.sub("", text)):
+        return False
+    return sum(_is_data_line(x) for x in lines) >= needed
 
 
 def _is_data_line(line: str) -> bool:

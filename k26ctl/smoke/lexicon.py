@@ -55,8 +55,10 @@ def guess_language(words: Iterable[str], script: str) -> tuple[str, int]:
         return "", 0
     index = _function_word_index(script)
     hits = dict.fromkeys(candidates, 0)
-    for word, n in Counter(words).items():
-        for lang in index.get(word, ()):
+    counts = Counter(words)
+    for word in counts.keys() & index.keys():  # only the function words the text uses
+        n = counts[word]
+        for lang in index[word]:
             hits[lang] += n
     best = max(candidates, key=hits.__getitem__)  # the first (English for Latin) among equals
     return best, hits[best]

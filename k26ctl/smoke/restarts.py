@@ -50,11 +50,17 @@ def _units(sentence: str) -> list[str]:
 def final_restatement(text: str, min_units: int = 6) -> Restatement | None:
     """The last sentence compared with the one before it: whole against whole, and (when the last one
     was cut off) against the same-length opening of the previous one. Returns the better match."""
-    spans = [(m.start(), m.group()) for m in _SENTENCE.finditer(text) if _units(m.group())]
+    # the last two sentences that have words (found from the end: earlier ones are never compared)
+    spans: list[tuple[int, list[str]]] = []
+    for m in reversed(list(_SENTENCE.finditer(text))):
+        units = _units(m.group())
+        if units:
+            spans.append((m.start(), units))
+            if len(spans) == 2:
+                break
     if len(spans) < 2:
         return None
-    (prev_start, prev), (last_start, last) = spans[-2], spans[-1]
-    a, b = _units(prev), _units(last)
+    (last_start, b), (prev_start, a) = spans
     if min(len(a), len(b)) < min_units:
         return None
     whole = SequenceMatcher(None, a, b, autojunk=False).ratio()

@@ -36,6 +36,8 @@ def is_wide(ch: str) -> bool:
 
 def wide_count(text: str) -> int:
     """Characters of East Asian width Wide or Fullwidth (CJK, full-width forms, most emoji)."""
+    if text.isascii():
+        return 0  # str.isascii reads a flag of the string: no scan
     return len(_WIDE.findall(text))
 
 
@@ -94,6 +96,8 @@ def script_of(ch: str) -> str:
 
 
 def cjk_ratio(text: str) -> float:
+    if text.isascii():
+        return 0.0
     letters = len(_NOT_LETTER.sub("", text))
     if not letters:
         return 0.0

@@ -61,6 +61,8 @@ def _script_words(text: str) -> tuple[str, list[Word]]:
     words = words_of(blank_markup(text))
     if not words:
         return "", []
+    if text.isascii():
+        return "Latin", list(words)  # every word of an ASCII text is a Latin word of one script
     script = Counter(w.script for w in words).most_common(1)[0][0]
     return script, [w for w in words if w.script == script and not w.mixed]
 
