@@ -45,6 +45,7 @@ from k26ctl.smoke.wordsignals import (
 _ANALYSIS_CHARS = 6000
 _TAIL_WINDOW = 400
 _RULE_CHARS = frozenset("-=_*~#.:+|/\\<>^`'\",;()[]{}" + "".join(chr(c) for c in range(0x2500, 0x2580)))
+_RULE_CHARS_OR_BLANK = _RULE_CHARS | {" "}
 # A line made only of one rule character is a heading underline, a separator or a box edge.
 _RULE_LINE_MAX = 240
 
@@ -95,8 +96,11 @@ def detect_empty(text: str, prompt: str | None = None) -> list[Finding]:
 def detect_char_runs(text: str, profile: KindProfile) -> list[Finding]:
     """One character many times in a row ("!!!!!!!!", "GGGG", a wall of newlines)."""
     findings: list[Finding] = []
+    runs = char_runs(text, 5)
+    if not runs:
+        return findings
     visible_len = max(len(_visible(text)), 1)
-    for run in char_runs(text, 5):
+    for run in runs:
         ch = run.char
         if ch == "\n":
             limit, what = profile.run_newline, "newlines"
@@ -506,7 +510,7 @@ def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
         return []
     # separator and underline lines are layout, not content that collapsed
     kept = [
-        line for line in text.split("\n") if not (line.strip() and set(line.strip()) <= _RULE_CHARS | {" "})
+        line for line in text.split("\n") if not (line.strip() and set(line.strip()) <= _RULE_CHARS_OR_BLANK)
     ]
     visible = _visible("\n".join(kept))
     if len(visible) < 12:

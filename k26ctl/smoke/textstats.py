@@ -27,7 +27,13 @@ INVISIBLE = frozenset(
 _WIDE = regex.compile(r"[\p{East_Asian_Width=Wide}\p{East_Asian_Width=Fullwidth}]")
 _NOT_LETTER = regex.compile(r"\P{L}+")
 _CJK_LETTER = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]")
-_HIDDEN_OR_BLANK = regex.compile("[\\s" + "".join(sorted(INVISIBLE)) + "]+")
+# Unicode's White_Space characters (what the `regex` module's \\s matches; the `re` module's \\s adds
+# U+001C..U+001F): listed so that the faster `re` engine can remove them.
+WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+_HIDDEN_OR_BLANK = re.compile("[" + re.escape(WHITE_SPACE + "".join(sorted(INVISIBLE))) + "]+")
 
 
 def is_wide(ch: str) -> bool:
