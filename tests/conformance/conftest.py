@@ -27,9 +27,9 @@ def protocol(sources: Sources) -> Any:
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The lab server as k26ctl's lab profiles run it: DDTree budget 7, the kimi_k2 reasoning parser."""
     pytest.importorskip("torch", reason="the lab server needs torch (lab extra)")
-    from tests.lab_server.helpers import start_server
+    from tests.support.lab_server import start_lab_server
 
-    server = start_server(
+    server = start_lab_server(
         tmp_path_factory.mktemp("conformance-lab"),
         [
             "--served-model-name",

@@ -1,5 +1,5 @@
 """Fixtures for the fault tests: one lab host of their own (faults here must not disturb other tests'
-hosts) and a profile whose service is the misbehaving fault server."""
+hosts) and a profile whose service is the fake SGLang server (tests/support/fake_sglang.py)."""
 
 from __future__ import annotations
 

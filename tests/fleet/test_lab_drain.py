@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -13,32 +10,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-import k26ctl
+from tests.support.lab_server import start_lab_server
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.lab
-REPO = Path(k26ctl.__file__).resolve().parents[1]
 
 
 def test_sigterm_answers_health_503_and_finishes_running_requests(tmp_path: Path) -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    log = tmp_path / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "k26ctl.lab.serve", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    server = start_lab_server(tmp_path, [])
+    proc, url = server.proc, server.url
     try:
         deadline = time.monotonic() + 120
-        while "ready to roll" not in log.read_text(errors="replace"):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
         answer: dict[str, object] = {}
 
         def long_request() -> None:
@@ -68,7 +50,7 @@ def test_sigterm_answers_health_503_and_finishes_running_requests(tmp_path: Path
         worker.join(300)
         assert answer == {"status": 200, "tokens": 1200}  # the running request finished in full
         assert proc.wait(30) == 0
-        text = log.read_text()
+        text = server.log()
         assert "Gracefully exiting... Remaining number of requests 1." in text
     finally:
         if proc.poll() is None:

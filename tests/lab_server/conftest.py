@@ -1,4 +1,4 @@
-"""Fixtures of the lab-server tests (helpers live in helpers.py)."""
+"""Fixtures of the lab-server tests (helpers live in helpers.py and tests/support/lab_server.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ torch = pytest.importorskip("torch", reason="the lab needs torch (pip install 'k
 from k26ctl.lab.server.drafter import NGramDrafter  # noqa: E402
 from k26ctl.lab.server.engine import SpecSettings  # noqa: E402
 from k26ctl.lab.server.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model  # noqa: E402
+from tests.support.lab_server import LabServer, patched_tree, start_lab_server  # noqa: E402
 
-from .helpers import PATCH_FILE, LiveServer, patched_tree_copy, prompt_ids, run_engine, start_server  # noqa: E402
+from .helpers import PATCH_FILE, prompt_ids, run_engine  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +33,7 @@ def drafter(model: Any) -> NGramDrafter:
 def patched_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not PATCH_FILE.is_file():
         pytest.skip("templates/patches/triton-ddtree-verify-width.yaml is not in this checkout")
-    return patched_tree_copy(tmp_path_factory.mktemp("patched-tree"))
+    return patched_tree(tmp_path_factory.mktemp("patched-tree"))
 
 
 @pytest.fixture(scope="session")
@@ -43,10 +44,10 @@ def plain_outputs(model: Any, drafter: NGramDrafter) -> list[list[int]]:
 
 @pytest.fixture
 def server_factory(tmp_path: Path) -> Iterator[Any]:
-    started: list[LiveServer] = []
+    started: list[LabServer] = []
 
-    def factory(args: list[str], env: dict[str, str] | None = None, wait_ready: bool = True) -> LiveServer:
-        server = start_server(tmp_path, args, env, wait_ready)
+    def factory(args: list[str], env: dict[str, str] | None = None, wait_ready: bool = True) -> LabServer:
+        server = start_lab_server(tmp_path, args, env, wait_ready)
         started.append(server)
         return server
 

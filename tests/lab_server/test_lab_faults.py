@@ -12,24 +12,24 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .helpers import LiveServer, start_server
+from tests.support.lab_server import LabServer, start_lab_server
 
 pytestmark = pytest.mark.lab
 
 
 @pytest.fixture(scope="module")
-def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveServer]]:
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LabServer]]:
     tmp = tmp_path_factory.mktemp("faults")
     launched = {
-        "exit": start_server(tmp, [], env={"K26LAB_FAULT": "exit-during-load"}, wait_ready=False),
-        "missing": start_server(tmp, ["--model-path", str(tmp / "no-such-model")], wait_ready=False),
-        "crash": start_server(
+        "exit": start_lab_server(tmp, [], env={"K26LAB_FAULT": "exit-during-load"}, wait_ready=False),
+        "missing": start_lab_server(tmp, ["--model-path", str(tmp / "no-such-model")], wait_ready=False),
+        "crash": start_lab_server(
             tmp, [], env={"K26LAB_FAULT": "scheduler-crash", "K26LAB_HEALTH_TIMEOUT": "1"}, wait_ready=False
         ),
-        "slow_hang": start_server(
+        "slow_hang": start_lab_server(
             tmp, [], env={"K26LAB_FAULT": "hang", "K26LAB_LOAD_SECONDS": "4"}, wait_ready=False
         ),
-        "malformed": start_server(tmp, [], env={"K26LAB_FAULT": "malformed"}, wait_ready=False),
+        "malformed": start_lab_server(tmp, [], env={"K26LAB_FAULT": "malformed"}, wait_ready=False),
     }
     try:
         yield launched
@@ -39,9 +39,9 @@ def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveS
 
 
 @pytest.fixture(scope="module")
-def slow_hang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def slow_hang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """Launched when first used, so that its stretched load is still running when the test polls."""
-    server = start_server(
+    server = start_lab_server(
         tmp_path_factory.mktemp("slow"),
         [],
         env={"K26LAB_FAULT": "hang", "K26LAB_LOAD_SECONDS": "4"},
@@ -51,11 +51,11 @@ def slow_hang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     server.stop()
 
 
-def _exit_code(server: LiveServer, timeout: float = 90) -> int:
+def _exit_code(server: LabServer, timeout: float = 90) -> int:
     return server.proc.wait(timeout)
 
 
-def test_exit_during_load(faulty: dict[str, LiveServer]) -> None:
+def test_exit_during_load(faulty: dict[str, LabServer]) -> None:
     server = faulty["exit"]
     assert _exit_code(server) == 1
     log = server.log()
@@ -63,7 +63,7 @@ def test_exit_during_load(faulty: dict[str, LiveServer]) -> None:
     assert "Load weight end." not in log and "fired up" not in log
 
 
-def test_missing_model_path_fails_at_load(faulty: dict[str, LiveServer]) -> None:
+def test_missing_model_path_fails_at_load(faulty: dict[str, LabServer]) -> None:
     server = faulty["missing"]
     assert _exit_code(server) == 1
     log = server.log()
@@ -71,7 +71,7 @@ def test_missing_model_path_fails_at_load(faulty: dict[str, LiveServer]) -> None
     assert "fired up" not in log
 
 
-def test_loading_is_stretched_and_the_port_is_refused_while_loading(slow_hang: LiveServer) -> None:
+def test_loading_is_stretched_and_the_port_is_refused_while_loading(slow_hang: LabServer) -> None:
     """As SGLang: nothing listens until the weights are loaded, and tqdm's bar is one record."""
     server = slow_hang
     refused_while_loading = answered_before_load_end = 0
@@ -96,7 +96,7 @@ def test_loading_is_stretched_and_the_port_is_refused_while_loading(slow_hang: L
     assert elapsed >= 4.0
 
 
-def test_hanging_generation_while_health_is_fine(slow_hang: LiveServer) -> None:
+def test_hanging_generation_while_health_is_fine(slow_hang: LabServer) -> None:
     server = slow_hang.wait_ready()
     assert httpx.get(server.url + "/health", timeout=30).status_code == 200
     with pytest.raises(httpx.ReadTimeout):
@@ -105,7 +105,7 @@ def test_hanging_generation_while_health_is_fine(slow_hang: LiveServer) -> None:
         httpx.post(server.url + "/generate", json={"text": "The"}, timeout=2)
 
 
-def test_scheduler_crash_keeps_http_up(faulty: dict[str, LiveServer]) -> None:
+def test_scheduler_crash_keeps_http_up(faulty: dict[str, LabServer]) -> None:
     server = faulty["crash"].wait_ready()
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(
@@ -119,7 +119,7 @@ def test_scheduler_crash_keeps_http_up(faulty: dict[str, LiveServer]) -> None:
     assert httpx.get(server.url + "/health", timeout=30).status_code == 503
 
 
-def test_malformed_responses(faulty: dict[str, LiveServer]) -> None:
+def test_malformed_responses(faulty: dict[str, LabServer]) -> None:
     server = faulty["malformed"].wait_ready()
     assert httpx.get(server.url + "/health", timeout=30).status_code == 200
     response = httpx.post(
@@ -133,6 +133,6 @@ def test_malformed_responses(faulty: dict[str, LiveServer]) -> None:
 
 
 def test_sigterm_stops_cleanly(tmp_path: Path) -> None:
-    server = start_server(tmp_path, ["--skip-server-warmup"])
+    server = start_lab_server(tmp_path, ["--skip-server-warmup"])
     assert server.stop() == 0
     assert "Received shutdown signal" in server.log()

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .helpers import LiveServer, patched_tree_copy, start_server
+from tests.support.lab_server import LabServer, patched_tree, start_lab_server
 
 pytestmark = pytest.mark.lab
 
@@ -24,15 +24,15 @@ DDTREE = ["--speculative-algorithm", "DDTREE", "--speculative-dflash-block-size"
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LiveServer]]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LabServer]]:
     """Started together to overlap their start-up: main (DDTree budget 7, reasoning parser, metrics,
     API key), plain (no metrics), broken (budget 16 unpatched) and fixed (budget 16 over a patched
     tree found on PYTHONPATH)."""
     tmp = tmp_path_factory.mktemp("http")
-    patched = patched_tree_copy(tmp / "patched")
+    patched = patched_tree(tmp / "patched")
     common = ["--served-model-name", "k26lab-tiny", "--reasoning-parser", "kimi_k2"]
     launched = {
-        "main": start_server(
+        "main": start_lab_server(
             tmp,
             [
                 *common,
@@ -47,14 +47,14 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Live
             ],
             wait_ready=False,
         ),
-        "plain": start_server(tmp, common, wait_ready=False),
-        "broken": start_server(
+        "plain": start_lab_server(tmp, common, wait_ready=False),
+        "broken": start_lab_server(
             tmp,
             [*common, *DDTREE, "--speculative-ddtree-budget", "16"],
             env={"SGLANG_DDTREE_MAX_TOPK": "1"},
             wait_ready=False,
         ),
-        "fixed": start_server(
+        "fixed": start_lab_server(
             tmp,
             [*common, *DDTREE, "--speculative-ddtree-budget", "16"],
             env={"SGLANG_DDTREE_MAX_TOPK": "1", "PYTHONPATH": str(patched)},
@@ -69,11 +69,11 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Live
 
 
 @pytest.fixture(scope="module")
-def main(servers: dict[str, LiveServer]) -> LiveServer:
+def main(servers: dict[str, LabServer]) -> LabServer:
     return servers["main"]
 
 
-def _post(server: LiveServer, path: str, body: dict[str, Any], **kw: Any) -> httpx.Response:
+def _post(server: LabServer, path: str, body: dict[str, Any], **kw: Any) -> httpx.Response:
     return httpx.post(server.url + path, json=body, headers=AUTH, timeout=60, **kw)
 
 
@@ -86,7 +86,7 @@ def _sse(response: httpx.Response) -> list[Any]:
     return events
 
 
-def test_startup_logs_look_like_sglang(main: LiveServer) -> None:
+def test_startup_logs_look_like_sglang(main: LabServer) -> None:
     log = main.log()
     assert "Load weight begin." in log
     assert re.search(r"Multi-thread loading shards: +\d+% Completed \| \d+/\d+ \[", log)
@@ -95,7 +95,7 @@ def test_startup_logs_look_like_sglang(main: LiveServer) -> None:
     assert log.index("Load weight end.") < log.index("The server is fired up and ready to roll!")
 
 
-def test_health_and_models(main: LiveServer) -> None:
+def test_health_and_models(main: LabServer) -> None:
     assert httpx.get(main.url + "/health", timeout=30).status_code == 200
     assert httpx.get(main.url + "/health_generate", timeout=30).status_code == 200
     assert httpx.get(main.url + "/v1/models", timeout=10).status_code == 401
@@ -104,14 +104,14 @@ def test_health_and_models(main: LiveServer) -> None:
     assert models["data"][0]["id"] == "k26lab-tiny" and models["data"][0]["max_model_len"] == 2048
 
 
-def test_a_single_model_is_retrieved_as_sglang_does(main: LiveServer) -> None:
+def test_a_single_model_is_retrieved_as_sglang_does(main: LabServer) -> None:
     card = httpx.get(main.url + "/v1/models/k26lab-tiny", headers=AUTH, timeout=10)
     assert card.status_code == 200 and card.json()["id"] == "k26lab-tiny" and card.json()["object"] == "model"
     missing = httpx.get(main.url + "/v1/models/other", headers=AUTH, timeout=10)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
 
 
-def test_keep_alive_survives_a_refused_post(main: LiveServer) -> None:
+def test_keep_alive_survives_a_refused_post(main: LabServer) -> None:
     """A 404 or 401 to a POST must not leave its body in the socket for the next request to trip on."""
     import http.client
 
@@ -130,7 +130,7 @@ def test_keep_alive_survives_a_refused_post(main: LiveServer) -> None:
         conn.close()
 
 
-def test_no_accept_length_when_nothing_was_verified(main: LiveServer) -> None:
+def test_no_accept_length_when_nothing_was_verified(main: LabServer) -> None:
     """One token comes from the prefill alone: SGLang then reports no spec fields at all."""
     meta = _post(main, "/generate", {"text": "The", "sampling_params": {"max_new_tokens": 1}}).json()[
         "meta_info"
@@ -139,7 +139,7 @@ def test_no_accept_length_when_nothing_was_verified(main: LiveServer) -> None:
     assert "spec_accept_length" not in meta and "spec_verify_ct" not in meta
 
 
-def test_api_key_is_enforced_on_generation(main: LiveServer) -> None:
+def test_api_key_is_enforced_on_generation(main: LabServer) -> None:
     r = httpx.post(main.url + "/generate", json={"text": "The"}, timeout=10)
     assert r.status_code == 401
     r = httpx.post(
@@ -148,7 +148,7 @@ def test_api_key_is_enforced_on_generation(main: LiveServer) -> None:
     assert r.status_code == 401
 
 
-def test_chat_separates_reasoning(main: LiveServer) -> None:
+def test_chat_separates_reasoning(main: LabServer) -> None:
     body = _post(
         main, "/v1/chat/completions", {"model": "k26lab-tiny", "messages": CAPITAL, "max_tokens": 200}
     ).json()
@@ -161,7 +161,7 @@ def test_chat_separates_reasoning(main: LiveServer) -> None:
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
 
 
-def test_chat_thinking_off(main: LiveServer) -> None:
+def test_chat_thinking_off(main: LabServer) -> None:
     body = _post(
         main,
         "/v1/chat/completions",
@@ -176,7 +176,7 @@ def test_chat_thinking_off(main: LiveServer) -> None:
     assert message["content"] == "The capital of France is Paris."
 
 
-def test_chat_stream_matches_non_stream(main: LiveServer) -> None:
+def test_chat_stream_matches_non_stream(main: LabServer) -> None:
     events = _sse(
         _post(main, "/v1/chat/completions", {"messages": CAPITAL, "max_tokens": 200, "stream": True})
     )
@@ -191,7 +191,7 @@ def test_chat_stream_matches_non_stream(main: LiveServer) -> None:
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 
-def test_completions_and_stream(main: LiveServer) -> None:
+def test_completions_and_stream(main: LabServer) -> None:
     body = _post(main, "/v1/completions", {"prompt": "The lighthouse stood", "max_tokens": 40}).json()
     choice = body["choices"][0]
     assert body["object"] == "text_completion"
@@ -209,7 +209,7 @@ def test_completions_and_stream(main: LiveServer) -> None:
     assert stopped["choices"][0]["finish_reason"] == "stop"
 
 
-def test_native_generate_meta_info(main: LiveServer) -> None:
+def test_native_generate_meta_info(main: LabServer) -> None:
     body = _post(
         main, "/generate", {"text": "The lighthouse stood", "sampling_params": {"max_new_tokens": 64}}
     ).json()
@@ -236,7 +236,7 @@ def test_native_generate_meta_info(main: LiveServer) -> None:
     assert events[-2]["text"] == body["text"] and events[-2]["meta_info"]["finish_reason"]["type"] == "length"
 
 
-def test_server_info_metrics_flush(main: LiveServer) -> None:
+def test_server_info_metrics_flush(main: LabServer) -> None:
     _post(main, "/generate", {"text": "Bread is made from", "sampling_params": {"max_new_tokens": 32}})
     info = httpx.get(main.url + "/server_info", headers=AUTH, timeout=10).json()
     assert info["version"] == "0.5.15"
@@ -258,7 +258,7 @@ def test_server_info_metrics_flush(main: LiveServer) -> None:
     assert httpx.post(main.url + "/flush_cache", headers=AUTH, timeout=10).status_code == 200
 
 
-def test_errors_have_sglang_shapes(main: LiveServer) -> None:
+def test_errors_have_sglang_shapes(main: LabServer) -> None:
     assert httpx.get(main.url + "/nope", headers=AUTH, timeout=10).status_code == 404
     bad = httpx.post(main.url + "/v1/chat/completions", content=b"{not json", headers=AUTH, timeout=10)
     assert bad.status_code == 400 and bad.json()["object"] == "error"
@@ -266,7 +266,7 @@ def test_errors_have_sglang_shapes(main: LiveServer) -> None:
     assert too_long.status_code == 400 and "context length" in too_long.json()["message"]
 
 
-def test_concurrent_requests_are_verified_as_one_batch(main: LiveServer) -> None:
+def test_concurrent_requests_are_verified_as_one_batch(main: LabServer) -> None:
     prompts = ["The lighthouse stood", "Bread is made from", "A river begins", "Bees live together"]
     solo = [
         _post(main, "/generate", {"text": p, "sampling_params": {"max_new_tokens": 48}}).json()["text"]
@@ -296,8 +296,8 @@ def test_concurrent_requests_are_verified_as_one_batch(main: LiveServer) -> None
     )
 
 
-def test_the_bug_from_outside_and_the_fix(servers: dict[str, LiveServer]) -> None:
-    def ask(server: LiveServer) -> dict[str, Any]:
+def test_the_bug_from_outside_and_the_fix(servers: dict[str, LabServer]) -> None:
+    def ask(server: LabServer) -> dict[str, Any]:
         return httpx.post(
             server.url + "/generate",
             json={"text": "The lighthouse stood", "sampling_params": {"max_new_tokens": 64}},

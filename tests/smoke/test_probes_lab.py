@@ -20,7 +20,7 @@ from k26ctl.smoke.client import SGLangClient
 from k26ctl.smoke.detectors import score_text
 from k26ctl.smoke.probes import ProbeAnswer, ProbeReport, run_probes
 from k26ctl.smoke.runner import _probe_findings
-from tests.smoke.lab_server import lab_server
+from tests.support.lab_server import lab_server
 
 pytestmark = pytest.mark.lab
 

@@ -17,8 +17,8 @@ import pytest
 
 pytest.importorskip("torch", reason="the lab server needs torch")
 
-from tests.smoke.lab_server import LabServer, lab_server
 from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.lab_server import LabServer, lab_server
 
 pytestmark = pytest.mark.lab
 
