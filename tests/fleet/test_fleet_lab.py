@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -20,6 +19,7 @@ import pytest
 from k26ctl.fleet.record import LocalStore
 from k26ctl.lab.load import LoadReport, run_load
 from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.hosts import lab_host_name
 
 QUICK_SUITE = Path(__file__).resolve().parents[1] / "deploy" / "data" / "quick-suite.yaml"
 
@@ -39,7 +39,7 @@ def fleet() -> Iterator[Any]:
     pytest.importorskip("sglang_router")
     from k26ctl.lab.fleet import lab_fleet_down, lab_fleet_up
 
-    name = os.environ.get("K26CTL_TEST_LAB", "k26test") + "f"
+    name = lab_host_name() + "f"
     lab_fleet_down(name)  # a run killed earlier
     state = lab_fleet_up(name, 3)
     try:

@@ -1,12 +1,18 @@
-"""Lab-host profiles, SSH targets and connections for tests that talk to a real lab host."""
+"""Lab hosts for tests: the session's host name, profiles, SSH targets and connections to a real lab host."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from k26ctl.lab.host import LabHostState
 from k26ctl.profile import Profile
 from k26ctl.remote.ssh import SSHHost, SSHTarget
+
+
+def lab_host_name() -> str:
+    """The test session's lab host: K26CTL_TEST_LAB, so that parallel runs each boot their own."""
+    return os.environ.get("K26CTL_TEST_LAB", "k26test")
 
 
 def lab_profile(state: LabHostState, **sections: Any) -> Profile:
