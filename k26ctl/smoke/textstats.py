@@ -11,6 +11,7 @@ import re
 import unicodedata
 import zlib
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -185,8 +186,11 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
     codes, width = _char_codes(text)
     whole = int.from_bytes(codes, "big")
     found: list[Repeat] = []
+    candidates = _block_recurrences(text, top)
     for p in range(2, top + 1):
         need = max(int((min_copies - 1) * p), 1)
+        if need >= 2 * _BLOCK - 1 and candidates is not None and p not in candidates:
+            continue
         # Unit k of the XOR is codes[k] ^ codes[k - p] for k >= p; the first p units keep their own
         # (non-zero) codes, so a zero run never starts before p and position k stands for k - p.
         diff = (whole ^ (whole >> (8 * width * p))).to_bytes(width * n, "big")
@@ -200,6 +204,33 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
             if (unit + unit).find(unit, 1) == p:  # primitive: not a repeat of a shorter unit
                 found.append(Repeat(start, stop + p, p, unit))
     return found
+
+
+_BLOCK = 8
+_MAX_BLOCK_FINDS = 250
+
+
+def _block_recurrences(text: str, limit: int) -> set[int] | None:
+    """Distances (up to `limit`) at which one of the text's aligned _BLOCK-character blocks
+    (text[0:8], text[8:16], ...) occurs again; None when there are too many to be worth listing (a loop).
+
+    A stretch of 2 * _BLOCK - 1 or more equal positions at period p contains a whole aligned block,
+    which therefore occurs again p characters later: periods that need that many equal positions and
+    are not listed cannot have one. Each look-up is one str.find in C.
+    """
+    distances: set[int] = set()
+    finds = 0
+    for start in range(0, len(text) - _BLOCK + 1, _BLOCK):
+        block = text[start : start + _BLOCK]
+        end = min(len(text), start + limit + _BLOCK)
+        pos = text.find(block, start + 1, end)
+        while pos >= 0:
+            finds += 1
+            if finds > _MAX_BLOCK_FINDS:
+                return None
+            distances.add(pos - start)
+            pos = text.find(block, pos + 1, end)
+    return distances
 
 
 @lru_cache(maxsize=256)
@@ -243,19 +274,20 @@ def repeated_ngram_coverage(text: str, n: int, window_start: int = 0) -> tuple[f
     length = len(text) - window_start
     if length <= 0 or len(text) < 2 * n:
         return 0.0, -1
-    first_seen: dict[str, int] = {}
-    remember = first_seen.setdefault  # the position of an n-gram's first occurrence
     count = len(text) - n + 1
-    lo = min(max(0, window_start - n + 1), count)  # n-grams ending before the window cover nothing in it
-    for i in range(lo):
-        remember(text[i : i + n], i)
+    lo = max(0, window_start - n + 1)  # n-grams ending before the window cover nothing in it
+    candidates = _repeat_candidates(text, n, lo, count)
+    if candidates is None:
+        flagged = _repeated_ngrams(text, n, lo, count)
+    else:
+        # text.find gives an n-gram's first occurrence: before i means it was seen earlier
+        flagged = (i for i in candidates if text.find(text[i : i + n]) < i)
     covered_until = -1
     covered = 0
     first_index = -1
-    for i in range(lo, count):
-        gram = text[i : i + n]
-        if remember(gram, i) == i or gram.isspace():
-            continue  # new, or blank (blanked layout, indentation is not repeated text)
+    for i in flagged:
+        if text[i : i + n].isspace():
+            continue  # blank stretches (blanked layout, indentation) are not repeated text
         lo_i = max(i, window_start, covered_until)
         hi = i + n
         if hi > lo_i:
@@ -264,6 +296,35 @@ def repeated_ngram_coverage(text: str, n: int, window_start: int = 0) -> tuple[f
             if first_index < 0:
                 first_index = lo_i
     return covered / length, first_index
+
+
+def _repeated_ngrams(text: str, n: int, lo: int, count: int) -> Iterator[int]:
+    """Positions lo..count-1 whose n-gram occurred at an earlier position, in order."""
+    first_seen: dict[str, int] = {}
+    remember = first_seen.setdefault  # the position of an n-gram's first occurrence
+    for i in range(lo):
+        remember(text[i : i + n], i)
+    for i in range(lo, count):
+        if remember(text[i : i + n], i) != i:
+            yield i
+
+
+def _repeat_candidates(text: str, n: int, lo: int, count: int) -> list[int] | None:
+    """Positions lo..count-1 that may hold a repeated n-gram, in order; None when too many to check
+    one by one. The positions from lo on are cut into blocks of (n + 1) // 2 characters; every n-gram
+    there holds a whole block, and a repeated n-gram's blocks occurred earlier too. So only n-grams
+    around a block that occurred earlier (text.find, in C) can be repeats."""
+    size = (n + 1) // 2
+    positions: set[int] = set()
+    for block_start in range(lo, len(text) - size + 1, size):
+        if text.find(text[block_start : block_start + size]) < block_start:
+            positions.update(range(max(lo, block_start + size - n), min(count, block_start + 1)))
+            if len(positions) > _MAX_CANDIDATES:
+                return None
+    return sorted(positions)
+
+
+_MAX_CANDIDATES = 120
 
 
 def ends_in_repetition(text: str, lines: int = 3) -> bool:
