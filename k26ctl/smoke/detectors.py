@@ -509,9 +509,7 @@ def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
     if not profile.check_content:
         return []
     # separator and underline lines are layout, not content that collapsed
-    kept = [
-        line for line in text.split("\n") if not (line.strip() and set(line.strip()) <= _RULE_CHARS_OR_BLANK)
-    ]
+    kept = [line for line in text.split("\n") if not _is_rule_line(line.strip())]
     visible = _visible("\n".join(kept))
     if len(visible) < 12:
         return []
@@ -546,6 +544,11 @@ def detect_low_content(text: str, profile: KindProfile) -> list[Finding]:
             )
         ]
     return []
+
+
+def _is_rule_line(stripped: str) -> bool:
+    """Only rule characters (and blanks); the first character settles most lines."""
+    return bool(stripped) and stripped[0] in _RULE_CHARS_OR_BLANK and set(stripped) <= _RULE_CHARS_OR_BLANK
 
 
 def _invisible_allowed(text: str, i: int) -> bool:

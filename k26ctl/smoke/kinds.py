@@ -133,15 +133,13 @@ def guess_kind(text: str) -> str:
         return "short"
     lines = [line for line in stripped.splitlines() if line.strip()]
     visible = _BLANKS.sub("", stripped)
-    alnum = len(_NOT_ALNUM.sub("", visible))
     if stripped.startswith(("{", "[", "```json")) and '":' in stripped:
         return "json"
-    code_lines = sum(bool(_CODE_LINE.match(x)) for x in lines)
-    if "```" in stripped or (len(lines) >= 3 and code_lines >= 0.4 * len(lines)):
+    if "```" in stripped or (len(lines) >= 3 and _code_lines(lines) >= 0.4 * len(lines)):
         return "code"
     if sum(bool(_TABLE_LINE.match(x)) for x in lines) >= 2:
         return "table"
-    if len(lines) >= 4 and alnum < 0.2 * len(visible):
+    if len(lines) >= 4 and len(_NOT_ALNUM.sub("", visible)) < 0.2 * len(visible):
         return "art"
     if len(lines) >= 4 and _mostly_data_lines(stripped, lines):
         return "table"  # rows of numbers, hex dumps, CSV of figures
@@ -156,6 +154,10 @@ def guess_kind(text: str) -> str:
     if len(visible) <= 40:
         return "short"
     return "prose"
+
+
+def _code_lines(lines: list[str]) -> int:
+    return sum(bool(_CODE_LINE.match(x)) for x in lines)
 
 
 def _mostly_data_lines(text: str, lines: list[str]) -> bool:

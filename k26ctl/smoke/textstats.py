@@ -105,10 +105,13 @@ def script_of(ch: str) -> str:
 def cjk_ratio(text: str) -> float:
     if text.isascii():
         return 0.0
+    cjk = len(_CJK_LETTER.findall(text))
+    if not cjk:
+        return 0.0  # (without counting the letters)
     letters = len(_NOT_LETTER.sub("", text))
     if not letters:
         return 0.0
-    return len(_CJK_LETTER.findall(text)) / letters
+    return cjk / letters
 
 
 def compression_ratio(text: str) -> float:
