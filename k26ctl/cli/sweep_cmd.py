@@ -83,8 +83,15 @@ def start(
     params: list[str] = typer.Option([], "--param", "-p", metavar="KEY=SPEC", help="A key and its values."),
     concurrency: str = typer.Option("1,4", "--concurrency", "-c", metavar="C1,C2,...", help="Load levels."),
     objective_at: int | None = typer.Option(None, "--target", metavar="C", help="Concurrency to optimise."),
-    max_ttft: float | None = typer.Option(None, "--max-ttft-p99", metavar="MS"),
-    max_itl: float | None = typer.Option(None, "--max-itl-p99", metavar="MS"),
+    max_ttft: float | None = typer.Option(
+        None,
+        "--max-ttft-p99",
+        metavar="MS",
+        help="Objective limit: p99 time to first token at --target (ms).",
+    ),
+    max_itl: float | None = typer.Option(
+        None, "--max-itl-p99", metavar="MS", help="Objective limit: p99 inter-token latency at --target (ms)."
+    ),
     max_restarts: int = typer.Option(12, "--max-restarts", min=1, help="Restart budget, controls included."),
     requests: int = typer.Option(16, "--requests", min=1, help="Requests per level (at least 2 x C)."),
     max_tokens: int = typer.Option(128, "--max-tokens", min=2, help="Output tokens per request."),
