@@ -428,7 +428,14 @@ _SHORT_WORDS = _word_set(
     "ha mr ms dr st vs id tv uk ai ad pm km cm mm kg ml ex",
 )
 # Abbreviations ("e.g.", "U.S.") and one-letter labels ("Q:", "A)", "B.") are not word fragments.
-_ABBREVIATION = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)")
+# Written as: a letter, then per alternative what the original three checked around it
+# (r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)"): a pattern that starts with a
+# character class lets the engine skip to the letters instead of trying the look-behinds everywhere.
+_ABBREVIATION = re.compile(
+    r"[A-Za-z](?:(?<!\w[A-Za-z])\.(?:[A-Za-z]\.)+"
+    r"|(?<=[A-Z])(?<!\w[A-Z])\.(?=\s+[A-Z])"
+    r"|(?<=[A-Z])(?<![\w.][A-Z])[:.)](?=\s))"
+)
 # Letters glued to a number ("500g", "3x", "10ml") are units, not words.
 _VOWEL = re.compile("[aeiouyAEIOUY]")
 _TRIPLED = re.compile(r"([a-z])\1\1")
@@ -443,10 +450,10 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
     if not profile.check_gibberish:
         return []
     cleaned = _ABBREVIATION.sub(lambda m: " " * len(m.group()), blank_markup(text))
-    found = [(m.group(), m.start(), m.end()) for m in _LATIN_WORD.finditer(cleaned)]
-    if len(found) < 20:
+    words = _LATIN_WORD.findall(cleaned)
+    if len(words) < 20:
         return []
-    lowered = [word.lower() for word, _start, _end in found]
+    lowered = [word.lower() for word in words]
     if lexicon.guess_language(lowered, "Latin")[0] != "en":
         return []  # a non-English text's short words are not fragments of English words
     # A word's lower-cased letters are also in the lower-cased text (ASCII letters change one by one),
@@ -454,12 +461,13 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
     any_tripled = _TRIPLED.search(cleaned.lower()) is not None
     odd = 0
     first_odd = -1
-    for (word, start, end), lower in zip(found, lowered, strict=True):
+    # the same matches again, for the positions of the few words that need them
+    for match, word, lower in zip(_LATIN_WORD.finditer(cleaned), words, lowered, strict=True):
         if len(word) <= 2:  # a stray fragment?
             short = (lower not in _SHORT_WORDS and not word.isupper()) or (
                 len(word) == 1 and word not in "aAI"
             )
-            odd_word = short and _stands_alone(cleaned, start, end)
+            odd_word = short and _stands_alone(cleaned, match.start(), match.end())
         else:  # no vowel, or a letter tripled
             odd_word = (not _VOWEL.search(word) and not word.isupper()) or (
                 any_tripled and _TRIPLED.search(lower) is not None
@@ -467,10 +475,10 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
         if odd_word:
             odd += 1
             if first_odd < 0:
-                first_odd = start
+                first_odd = match.start()
     findings: list[Finding] = []
     start = max(first_odd, 0)
-    share = odd / len(found)
+    share = odd / len(words)
     if odd >= 4 and share >= _FRAGMENT_SHARE:
         findings.append(
             Finding(
@@ -479,7 +487,7 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
                 _FRAGMENT_SHARE,
                 (start, len(text)),
                 _excerpt(text, start, len(text)),
-                f"{odd} of {len(found)} words are fragments or not word-shaped",
+                f"{odd} of {len(words)} words are fragments or not word-shaped",
             )
         )
     return findings

@@ -73,6 +73,10 @@ _NUMBERED = re.compile(
 )
 
 
+# Every number _NUMBERED can read (1 to 3 digits after a non-digit, then its punctuation), and more.
+_ITEM_NUMBER = re.compile(r"(?<!\d)(\d{1,3})\s*[.):\uff0e\u3001]")
+
+
 @dataclass(frozen=True)
 class EnumerationRestart:
     """A numbered run that went back to 1 and re-said its earlier items (`matched` of `compared`)."""
@@ -106,6 +110,8 @@ def enumeration_restart(text: str, overlap: float = 0.25) -> EnumerationRestart 
     """Numbered lines ("Step 1:", "1.", "2)") whose numbering returns to 1 with no heading or paragraph
     in between (a second list under its own heading is fine), where at least two restarted items share
     a fair part of their words with the same-numbered earlier item."""
+    if sum(int(number) == 1 for number in _ITEM_NUMBER.findall(text)) < 2:
+        return None  # a restart needs two items numbered 1 (one regex pass instead of a loop over lines)
     label: str | None = None
     first_pass: dict[int, str] = {}
     second_pass: dict[int, str] = {}
