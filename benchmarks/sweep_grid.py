@@ -6,8 +6,9 @@
    sweep measures a point (the sweep's own runner; stored as a sweep session, so an interrupted run
    continues where it stopped).
 2. The sweep over the same space from the profile's default, with its restart budget.
-3. The sweep's winner against the default configuration, each redeployed and measured REPEATS times
-   alternately, to show the gain against run-to-run noise.
+3. The sweep's winner against the default configuration (and against the grid's best, when that
+   is another point), each redeployed and measured REPEATS times in turn, to show the gain against
+   run-to-run noise and to compare winner and grid best under the same conditions.
 
 Usage: sudo python3 benchmarks/sweep_grid.py [--name t-sweep] [--target 1] [--json OUT]
        [--grid-json SAVED]  (reuse the grid of an earlier run's result document: steps 2 and 3 only)
@@ -121,8 +122,10 @@ def run_sweep(args: argparse.Namespace, state: Path) -> Any:
     return api.start(build(args), ctx)
 
 
-def repeats(args: argparse.Namespace, winner: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
-    """Deploy winner and default alternately (a restart each) and measure the target level."""
+def repeats(args: argparse.Namespace, contenders: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Deploy each contender in turn (a restart each), round after round, and measure the target
+    level: readings of one configuration taken minutes apart differ by several per cent on a shared
+    machine, so only readings taken side by side compare two configurations."""
     from k26ctl.bisect.setdiff import with_assignment
     from k26ctl.bisect.steps import HostDeployer
     from k26ctl.sweep import api
@@ -131,9 +134,9 @@ def repeats(args: argparse.Namespace, winner: dict[str, Any], default: dict[str,
     prepared = api.prepare(build(args))
     deployer = HostDeployer(smoke_in_deploy=False)
     load = LoadSpec(prepared.load.prompts, [args.target], args.requests, args.max_tokens)
-    runs: dict[str, list[float]] = {"winner": [], "default": []}
+    runs: dict[str, list[float]] = {name: [] for name in contenders}
     for round_number in range(args.repeats):
-        for name, assignment in (("default", default), ("winner", winner)):
+        for name, assignment in contenders.items():
             loaded = with_assignment(prepared.base, assignment)
             deployed = deployer.deploy(loaded)
             if not deployed.up:
@@ -143,7 +146,7 @@ def repeats(args: argparse.Namespace, winner: dict[str, Any], default: dict[str,
                 (level,) = measure(url, load)
             runs[name].append(level.output_tokens_per_s)
             log(f"  repeat {round_number + 1} {name}: {level.output_tokens_per_s:.1f} tok/s")
-    summary: dict[str, Any] = {"runs": runs}
+    summary: dict[str, Any] = {"runs": runs, "assignments": contenders}
     for name, values in runs.items():
         summary[name] = {
             "mean": statistics.fmean(values),
@@ -151,6 +154,8 @@ def repeats(args: argparse.Namespace, winner: dict[str, Any], default: dict[str,
         }
     summary["gain"] = summary["winner"]["mean"] / summary["default"]["mean"] - 1.0
     summary["separated"] = min(runs["winner"]) > max(runs["default"])
+    if "grid_best" in runs:
+        summary["winner_to_grid_best"] = summary["winner"]["mean"] / summary["grid_best"]["mean"]
     return summary
 
 
@@ -228,7 +233,10 @@ def main() -> int:
         "sweep_document": doc,
     }
     if args.repeats > 0 and point_id(best.assignment) != point_id(default.assignment):
-        report["repeats"] = repeats(args, best.assignment, default.assignment)
+        contenders = {"default": default.assignment, "winner": best.assignment}
+        if point_id(best.assignment) != point_id(grid_best.assignment):
+            contenders["grid_best"] = grid_best.assignment
+        report["repeats"] = repeats(args, contenders)
     text = json.dumps(report, indent=2, default=str)
     if args.out:
         Path(args.out).write_text(text + "\n")
@@ -249,6 +257,12 @@ def main() -> int:
             f"gain {100 * r['gain']:+.1f} %, "
             f"every winner run above every default run: {r['separated']}"
         )
+        if "winner_to_grid_best" in r:
+            print(
+                f"winner vs the grid's best side by side: {r['grid_best']['mean']:.1f} +- "
+                f"{r['grid_best']['stdev']:.1f} tok/s for the grid best, winner at "
+                f"{100 * r['winner_to_grid_best']:.1f} % of it"
+            )
     return 0
 
 
