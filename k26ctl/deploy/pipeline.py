@@ -515,7 +515,7 @@ def _lost_connection(run: DeployRun, exc: K26Error) -> ConnectionLostError:
     failed = [s.name for s in run.log.steps if s.status == "failed"]
     during = f" while {STEP_WORDS.get(failed[-1], 'in step ' + failed[-1])}" if failed else ""
     # The old connection is dead or hanging: read the host back over a new one, if it answers.
-    run.host.close()
+    run.host.abandon()
     if not run.applied:
         state = "nothing on the host was changed"
     elif run.before is None:

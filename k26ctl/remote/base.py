@@ -96,6 +96,11 @@ class Host(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the connection."""
 
+    def abandon(self) -> None:
+        """Drop a connection given up for lost: nothing still queued for the host may reach it
+        later (an upload cut in the middle stays cut even when the link comes back)."""
+        self.close()
+
     def __enter__(self) -> Host:
         return self
 

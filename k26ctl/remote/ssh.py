@@ -13,6 +13,7 @@ import os
 import select
 import shlex
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -354,6 +355,17 @@ class SSHHost(ShellHost):
                 "check ProxyJump in ~/.ssh/config",
             ) from None
 
+    def abandon(self) -> None:
+        # The kernel keeps sending a closed socket's queued bytes once the link is back, so a
+        # given-up upload could still complete on the host minutes later; a reset drops them.
+        for client in [self._client, *self._jump_clients]:
+            transport = client.get_transport() if client is not None else None
+            sock = getattr(transport, "sock", None)
+            if isinstance(sock, socket.socket):
+                with suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close()
+
     def close(self) -> None:
         for client in [self._client, *reversed(self._jump_clients)]:
             if client is not None:
@@ -363,10 +375,13 @@ class SSHHost(ShellHost):
 
     # ---- transport for ShellHost ------------------------------------------------------------
 
-    def _channel(self, command: str) -> paramiko.Channel:
+    def _channel(self, command: str, timeout: float | None = None) -> paramiko.Channel:
         transport = self._transport()
+        # The open request queues behind whatever the connection is already carrying, so on a slow
+        # or lossy link it is bounded like the command itself, not like the TCP handshake.
+        open_timeout = max(timeout or self.default_timeout, self.connect_timeout)
         try:
-            channel = transport.open_session(timeout=self.connect_timeout)
+            channel = transport.open_session(timeout=open_timeout)
             channel.exec_command(command)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise UnreachableError(f"{self.name}: SSH connection lost: {_describe(exc)}") from None
@@ -380,7 +395,7 @@ class SSHHost(ShellHost):
         # can have its channel closed first, and sshd drops the whole connection on an EOF for a
         # channel it has freed ("ieof packet referred to nonexistent channel").
         command = argv if stdin is not None else ["sh", "-c", 'exec "$@" </dev/null', "k26ctl", *argv]
-        channel = self._channel(shlex.join(command))
+        channel = self._channel(shlex.join(command), timeout)
         sender = None
         if stdin is not None:
             sender = threading.Thread(target=_send_all, args=(channel, stdin), daemon=True)
