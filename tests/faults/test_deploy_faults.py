@@ -109,8 +109,8 @@ def test_host_key_changed(scenario: Scenario) -> None:
 
 @pytest.mark.parametrize("cut", ["kill-sessions", "link-down"])
 def test_connection_cut_during_upload(scenario: Scenario, cut: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A unit padded to 48 KiB over a link shaped to 50 kbit/s takes about 8 s to upload (slow
-    enough that a loaded machine cannot finish it before the cut a second after it starts); the
+    """A unit padded to 48 KiB over a link shaped to 50 kbit/s takes about 8 s to upload, so the
+    cut a second after it starts falls inside the upload even on a loaded machine; the
     connection is cut in the middle of it (sshd's session killed: a reset; or the link taken down: a
     silent stall that only a timeout ends)."""
     monkeypatch.setenv("K26CTL_LOCK_LEASE", "3")  # a dead client's host lock frees itself within 3 s
