@@ -280,7 +280,9 @@ def wait_ready(
                 now = clock()
                 wake = min(machine.next_wakeup(now), next_unit_check)
                 if pending is not None:
-                    wake = min(wake, now + PENDING_PROBE_TICK)
+                    # While the due probe is still running, "due now" would spin this loop: look
+                    # back at it once a tick instead (anything else due was handled last pass).
+                    wake = now + PENDING_PROBE_TICK if wake <= now else min(wake, now + PENDING_PROBE_TICK)
                 for entry in feed.get(wake - now):
                     message = getattr(entry, "message", str(entry))
                     ts = getattr(entry, "timestamp_us", None)
