@@ -33,7 +33,9 @@ from score_throughput import export_revision, make_texts  # noqa: E402
 # Run in the child: read requests (JSON list) from argv[1], write verdicts (JSON list) to argv[2].
 CHILD = r"""
 import json, sys, time
+import k26ctl
 from k26ctl.smoke.detectors import score_text
+print(f"scoring with {k26ctl.__file__}", file=sys.stderr)
 requests = json.load(open(sys.argv[1], encoding="utf-8"))
 score_text("warm up the word lists: the cat sat on the mat and then it went home")
 started = time.process_time()
@@ -68,7 +70,11 @@ def collect_requests(synthetic: int) -> list[dict[str, str | None]]:
 
 def run_side(pythonpath: str, requests_file: Path, out_file: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": pythonpath}
-    return subprocess.Popen([sys.executable, "-c", CHILD, str(requests_file), str(out_file)], env=env)
+    # `python -c` puts the working directory first on sys.path: run where no k26ctl package lies, or the
+    # baseline side would import the working tree's package when started from the repository root.
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(requests_file), str(out_file)], env=env, cwd=requests_file.parent
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ).stdout.strip()
     requests = collect_requests(args.n)
     payload = json.dumps(requests, ensure_ascii=False)
-    key = hashlib.sha256((rev + payload).encode()).hexdigest()[:16]
+    # "2:" leaves out verdicts cached before the children ran outside the repository root
+    key = hashlib.sha256(("2:" + rev + payload).encode()).hexdigest()[:16]
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     cached = cache / f"baseline-{key}.json"

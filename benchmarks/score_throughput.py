@@ -65,9 +65,12 @@ def run_score(path: Path, pythonpath: str, workers: int | None) -> tuple[float, 
         env["K26CTL_SCORE_WORKERS"] = str(workers)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
+    # `python -m` puts the working directory first on sys.path: run where no k26ctl package lies, or the
+    # baseline would import the working tree's package when started from the repository root.
     done = subprocess.run(
         [sys.executable, "-m", "k26ctl", "score", str(path)],
         env=env,
+        cwd=path.parent,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
