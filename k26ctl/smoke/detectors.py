@@ -161,11 +161,15 @@ def _fills_its_line(text: str, start: int, end: int) -> bool:
 
 
 _LAYOUT_LINE = re.compile(r"(?m)^[ \t]*([-=_*~#.:+^`'\u2500-\u257f])\1{4,}[ \t]*$")
+# What every such line holds; led by its character class, so the engine skips to candidates.
+_LAYOUT_RUN = re.compile(r"([-=_*~#.:+^`'\u2500-\u257f])\1{4}")
 
 
 def _blank_layout(text: str) -> str:
     """Underlines, separators and box edges made of one character become blanks of the same length:
     repeated layout is not repeated text."""
+    if not _LAYOUT_RUN.search(text):
+        return text  # no five equal layout characters in a row anywhere: no such line
     return _LAYOUT_LINE.sub(lambda m: " " * len(m.group()), text)
 
 

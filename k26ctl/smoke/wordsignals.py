@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import compress, count
-from operator import eq
+from operator import attrgetter, eq
 
 from k26ctl.smoke import lexicon
 from k26ctl.smoke.finding import Finding
@@ -70,8 +70,11 @@ def _script_words(text: str) -> tuple[str, list[Word]]:
         return "", []
     if text.isascii():
         return "Latin", list(words)  # every word of an ASCII text is a Latin word of one script
-    script = Counter(w.script for w in words).most_common(1)[0][0]
+    script = Counter(map(_script_of, words)).most_common(1)[0][0]
     return script, [w for w in words if w.script == script and not w.mixed]
+
+
+_script_of = attrgetter("script")
 
 
 def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
@@ -92,7 +95,7 @@ def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
         return []
     findings: list[Finding] = []
     function_share = hits / len(words)
-    eligible = [w for w in words if len(w.text) >= 3 and w.text == w.text.lower()]
+    eligible = [w for w, low in zip(words, lowered, strict=True) if w.text == low and len(low) >= 3]
     # Only English is looked up in a large list; a text in another language is judged on its words
     # only when it lacks that language's function words too (real sentences have them).
     judged = lang == "en" or function_share < FOREIGN_FUNCTION_SHARE
