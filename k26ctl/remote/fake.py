@@ -69,6 +69,7 @@ class FakeHost(Host):
 
     def _answer(self, argv: Argv, stdin: bytes | None) -> Answer:
         with self._mutex:
+            self.closed = False  # used again after close(): reconnected, as SSHHost does
             self.executed.append(argv)
             handlers = list(self._handlers)
         for registration in handlers:
