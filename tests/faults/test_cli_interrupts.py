@@ -17,7 +17,12 @@ def test_interrupt_always_says_so() -> None:
     url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         proc = spawn_k26ctl("smoke", "--url", url, "--model", "m", "--timeout", "30")
-        time.sleep(2.0)  # the first request is in flight against a server that never answers
+        # interrupt once the first request is in flight against a server that never answers (a
+        # fixed sleep fired before start-up had finished on a loaded machine)
+        deadline = time.monotonic() + 30
+        while server.in_flight == 0 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.in_flight > 0, "k26ctl smoke never sent its first request"
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=30)
     finally:

@@ -72,8 +72,9 @@ def test_smoke_cli_against_a_hostile_server(server: FakeSGLang) -> None:
 @pytest.mark.parametrize("server", ["huge-text"], indirect=True)
 def test_multi_megabyte_completion_texts_are_scored_in_bounded_time(server: FakeSGLang) -> None:
     """A server that ignores max_tokens and sends 4 MiB per answer: the default suite must still end in
-    well under its per-request timeout. Run in a child with a 20 s budget so a slow scorer cannot stall
-    the test session."""
+    well under its per-request timeout. Run in a child with a 60 s budget (it takes about 8 s on an idle
+    2-core machine, several times that when the machine is loaded) so a slow scorer cannot stall the
+    test session."""
     code = (
         "import sys; from k26ctl.smoke import run_smoke, SmokeTarget, SmokeOptions;"
         f"r = run_smoke(SmokeTarget({_url(server)!r}, 'fault-model'), options=SmokeOptions(timeout=30));"
@@ -81,11 +82,11 @@ def test_multi_megabyte_completion_texts_are_scored_in_bounded_time(server: Fake
     )
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=20, cwd=REPO
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO
         )
     except subprocess.TimeoutExpired:
         raise AssertionError(
-            "the default smoke suite did not finish within 20 s against 4 MiB answers"
+            "the default smoke suite did not finish within 60 s against 4 MiB answers"
         ) from None
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "False"
