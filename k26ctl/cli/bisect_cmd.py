@@ -17,6 +17,7 @@ from k26ctl.cli.common import (
     json_option,
     print_json,
     profile_argument,
+    resumable,
     set_option,
     yes_option,
 )
@@ -240,19 +241,7 @@ def _confirm(question: str) -> bool:
 
 
 def _interruptible(call: Callable[[], SearchResult], session: str) -> SearchResult:
-    """Say how to continue when the operator interrupts; the records already hold every finished step."""
-    from k26ctl.errors import Interrupted
-
-    flag = "" if session == "default" else f" --session {session}"
-    try:
-        return call()
-    except (KeyboardInterrupt, Interrupted):
-        print(
-            "bisect-config: interrupted; finished steps are saved. "
-            f"Continue: k26ctl bisect-config --resume{flag}",
-            file=sys.stderr,
-        )
-        raise
+    return resumable(call, "bisect-config", "finished steps are saved", session)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup, TyperOption
 
 from k26ctl.errors import K26Error
 
-if TYPE_CHECKING:  # Typer carries its own copy of Click; these are the types its groups are called with
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # Typer carries its own copy of Click; these are the types its groups are called with
     from typer._click import Context, HelpFormatter
 
 SET_HELP = "Override a profile key, e.g. --set spec.ddtree.budget=7 (repeatable; YAML flow values)."
@@ -135,3 +140,15 @@ def stderr_console() -> Any:
 
 def stdout_console() -> Any:
     return _console(highlight=False)
+
+
+def resumable(call: Callable[[], T], command: str, saved: str, session: str) -> T:
+    """Run a resumable search; on Ctrl-C say what is kept and how to continue, then let it end."""
+    from k26ctl.errors import Interrupted
+
+    flag = "" if session == "default" else f" --session {session}"
+    try:
+        return call()
+    except (KeyboardInterrupt, Interrupted):
+        print(f"{command}: interrupted; {saved}. Continue: k26ctl {command} --resume{flag}", file=sys.stderr)
+        raise

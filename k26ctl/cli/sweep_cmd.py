@@ -16,6 +16,7 @@ from k26ctl.cli.common import (
     json_option,
     print_json,
     profile_argument,
+    resumable,
     set_option,
     yes_option,
 )
@@ -204,15 +205,7 @@ def _confirm(question: str) -> bool:
 
 
 def _interruptible(call: Callable[[], SweepResult], session: str) -> SweepResult:
-    flag = "" if session == "default" else f" --session {session}"
-    try:
-        return call()
-    except KeyboardInterrupt:
-        print(
-            f"sweep: interrupted; measured points are saved. Continue: k26ctl sweep --resume{flag}",
-            file=sys.stderr,
-        )
-        raise
+    return resumable(call, "sweep", "measured points are saved", session)
 
 
 def register(app: typer.Typer) -> None:
