@@ -15,8 +15,7 @@ from k26ctl.fleet.record import LocalStore
 from k26ctl.resources import profiles_dir
 from k26ctl.sweep.prompts import load_prompts
 from k26ctl.sweep.state import SweepSession
-
-from .test_fleet_cli import k26
+from tests.support.cli import run_k26ctl
 
 LAB = profiles_dir() / "lab"
 
@@ -81,7 +80,7 @@ def test_deep_nesting_in_a_fleet_file_is_a_limit_error(tmp_path: Path) -> None:
 def test_the_cli_names_a_duplicate_key_in_a_fleet_file_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "fleet.yaml"
     path.write_text(DUPLICATE)
-    proc = k26("deploy", str(path), "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
+    proc = run_k26ctl("deploy", str(path), "--yes", env={"XDG_STATE_HOME": str(tmp_path)})
     assert proc.returncode == 78, proc.stderr
     assert "duplicate key 'fleet'" in proc.stderr and "Traceback" not in proc.stderr
 
