@@ -29,7 +29,7 @@ from k26ctl.remote.base import Host
 UNIT_PROPS = ("ActiveState", "SubState", "NRestarts", "MainPID", "ExecMainStatus", "Result")
 UNIT_CHECK_INTERVAL = 1.0
 JOURNAL_POLL_INTERVAL = 0.5  # when following the journal broke
-PENDING_PROBE_TICK = 0.05  # how often the loop looks whether a running probe has answered
+PENDING_PROBE_TICK = 0.05  # a running probe wakes the loop when it answers; this bounds the wait anyway
 PROBE_TIMEOUT = 5.0
 PROBE_MAX_BODY = 1 << 20
 
@@ -143,6 +143,9 @@ class HttpProber:
         return None
 
 
+_WAKE = object()  # queued by JournalFeed.wake(): not an entry, only ends a wait in get()
+
+
 class JournalFeed:
     """Journal entries after a cursor: followed in a thread, or polled when following fails."""
 
@@ -189,7 +192,9 @@ class JournalFeed:
         except queue.Empty:
             return entries
         while True:
-            if isinstance(item, BaseException):
+            if item is _WAKE:
+                pass
+            elif isinstance(item, BaseException):
                 entries.extend(self._poll())
             else:
                 entries.append(item)
@@ -208,6 +213,10 @@ class JournalFeed:
         if entries:
             self._cursor = getattr(entries[-1], "cursor", self._cursor) or self._cursor
         return entries
+
+    def wake(self) -> None:
+        """End a get() that is waiting for entries (something else is ready to be looked at)."""
+        self._queue.put(_WAKE)
 
     def stop(self) -> None:
         self._stop.set()
@@ -300,6 +309,7 @@ def wait_ready(
                     pending = None
                 if machine.outcome is None and pending is None and machine.probe_due(clock()):
                     pending = probes.submit(prober.probe)
+                    pending.add_done_callback(lambda _: feed.wake())  # its answer wakes the loop
                 if machine.outcome is None:
                     machine.on_tick(clock())
                 if machine.armed:

@@ -8,6 +8,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pytest
+
 from k26ctl.deploy.wait import JournalFeed
 
 
@@ -57,3 +59,33 @@ def test_follow_then_poll_from_the_last_cursor() -> None:
     # Polling is throttled: about one journal read per half second, not one per get().
     assert len(systemd.journal_calls) <= 4
     feed.stop()
+
+
+class QuietFollow:
+    """A followed journal with nothing new to say until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def follow(self, cursor: str | None = None) -> Iterator[Entry]:
+        self.release.wait(120)
+        yield Entry("c1", "Started x.service.")
+
+    def journal(self, cursor: str | None = None) -> list[Entry]:
+        return []
+
+
+@pytest.mark.timeout(30)
+def test_wake_ends_a_wait_for_entries_without_inventing_one() -> None:
+    """A probe that answers wakes the readiness loop out of its wait for journal lines; without the
+    wake this get() would wait its whole 120 s and the timeout would fail the test."""
+    systemd = QuietFollow()
+    feed = JournalFeed(systemd, cursor=None)
+    try:
+        threading.Timer(0.2, feed.wake).start()
+        assert feed.get(120) == []
+        systemd.release.set()
+        assert [e.message for e in feed.get(60)] == ["Started x.service."]
+    finally:
+        systemd.release.set()
+        feed.stop()
