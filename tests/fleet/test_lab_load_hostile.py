@@ -3,27 +3,9 @@ cost, and what the server sent reaches the report text sanitised."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from k26ctl.lab.load import run_load
-from tests.support.fake_sglang import FakeSGLang, start_in_thread
-
-
-@pytest.fixture
-def fault() -> Iterator[object]:
-    servers: list[FakeSGLang] = []
-
-    def start(mode: str) -> str:
-        server = start_in_thread(mode)
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.hung.set()
-        server.shutdown()
 
 
 @pytest.mark.parametrize(

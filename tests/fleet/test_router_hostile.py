@@ -13,22 +13,7 @@ import pytest
 
 from k26ctl.errors import UnreachableError
 from k26ctl.fleet.router import Router, RouterError
-from tests.support.fake_sglang import ESCAPES, FakeSGLang, start_in_thread
-
-
-@pytest.fixture
-def fault() -> Iterator[object]:
-    servers: list[FakeSGLang] = []
-
-    def start(mode: str) -> str:
-        server = start_in_thread(mode)
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.hung.set()
-        server.shutdown()
+from tests.support.fake_sglang import ESCAPES
 
 
 def test_an_endless_worker_list_is_cut_at_the_cap(fault) -> None:  # type: ignore[no-untyped-def]
