@@ -16,10 +16,12 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import paramiko
 
@@ -34,6 +36,31 @@ DEFAULT_SSH_CONFIG = "~/.ssh/config"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
 KEEPALIVE_SECONDS = 15
+
+T = TypeVar("T")
+
+
+def _shielded(fn: Callable[..., T], *args: Any) -> T:
+    """Run a paramiko call where Ctrl-C cannot reach it.
+
+    Python raises KeyboardInterrupt in the main thread between any two bytecodes, including the gap
+    between paramiko's `lock.acquire()` and its `try:`. A transport lock left held that way hangs
+    every later call on the connection, so after a Ctrl-C during a restart k26ctl could not even
+    read back the unit it had left. Signals reach only the main thread: there it merely waits for a
+    worker, and the interrupt lands in that wait while the call finishes (or times out) on its own.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="k26ctl-ssh-call", daemon=True).start()
+    return future.result()
 
 
 @dataclass
@@ -143,6 +170,9 @@ class _ChannelProcess(Process):
             self._stderr += self.channel.recv_stderr(65536)
 
     def readline(self, deadline: float | None = None) -> str | None:
+        return _shielded(self._readline, deadline)
+
+    def _readline(self, deadline: float | None) -> str | None:
         while b"\n" not in self._buffer and not self._eof:
             wait = 1.0
             if deadline is not None:
@@ -168,6 +198,9 @@ class _ChannelProcess(Process):
         return None
 
     def send_line(self, line: str) -> bool:
+        return _shielded(self._send_line, line)
+
+    def _send_line(self, line: str) -> bool:
         try:
             self.channel.sendall(f"{line}\n".encode())
         except (OSError, EOFError, paramiko.SSHException):
@@ -175,10 +208,16 @@ class _ChannelProcess(Process):
         return True
 
     def close_stdin(self) -> None:
+        _shielded(self._close_stdin)
+
+    def _close_stdin(self) -> None:
         with suppress(OSError, EOFError, paramiko.SSHException):
             self.channel.shutdown_write()
 
     def wait(self, timeout: float | None = None) -> int | None:
+        return _shielded(self._wait, timeout)
+
+    def _wait(self, timeout: float | None) -> int | None:
         deadline = time.monotonic() + timeout if timeout is not None else None
         while not self.channel.exit_status_ready():
             if deadline is not None and time.monotonic() > deadline:
@@ -193,11 +232,11 @@ class _ChannelProcess(Process):
         return self.channel.recv_exit_status() if self.channel.exit_status_ready() else -1
 
     def stderr_text(self) -> str:
-        self._pump()
+        _shielded(self._pump)
         return self._stderr.decode("utf-8", "replace")
 
     def kill(self) -> None:
-        self.channel.close()
+        _shielded(self.channel.close)
 
 
 class SSHHost(ShellHost):
@@ -390,6 +429,11 @@ class SSHHost(ShellHost):
     def _exec(
         self, argv: Sequence[str], *, stdin: bytes | None, timeout: float | None
     ) -> tuple[int, bytes, bytes]:
+        return _shielded(self._exec_shielded, argv, stdin, timeout)
+
+    def _exec_shielded(
+        self, argv: Sequence[str], stdin: bytes | None, timeout: float | None
+    ) -> tuple[int, bytes, bytes]:
         # Without input the command reads /dev/null on the host and no EOF is sent: paramiko sends a
         # shutdown_write() EOF after releasing the channel's lock, so a command that exits at once
         # can have its channel closed first, and sshd drops the whole connection on an EOF for a
@@ -437,7 +481,7 @@ class SSHHost(ShellHost):
         return rc, b"".join(out), b"".join(err)
 
     def _spawn(self, argv: Sequence[str]) -> Process:
-        return _ChannelProcess(self._channel(shlex.join(argv)))
+        return _ChannelProcess(_shielded(self._channel, shlex.join(argv)))
 
     # ---- port forward -----------------------------------------------------------------------
 

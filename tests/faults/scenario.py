@@ -99,7 +99,8 @@ class Scenario:
         return run_k26ctl(*self.argv(sets, *extra), timeout=timeout, env={"K26CTL_YES": "1"})
 
     def start(self, sets: Sequence[str], *extra: str, command: str = "deploy") -> Running:
-        env = {"K26CTL_YES": "1", "PYTHONUNBUFFERED": "1"}
+        # faulthandler: a k26ctl that hangs is made to print every thread's stack before it is killed
+        env = {"K26CTL_YES": "1", "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
         proc = spawn_k26ctl(*self.argv(sets, *extra, command=command), env=env)
         return Running(proc)
 
@@ -221,9 +222,15 @@ class Running:
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"k26ctl did not end within {timeout:.0f} s: {self.lines[-20:]}") from None
+            self.proc.send_signal(signal.SIGABRT)  # faulthandler prints where each thread waits
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self._reader.join(5)
+            stacks = "\n".join(self.lines[-80:])
+            raise AssertionError(f"k26ctl did not end within {timeout:.0f} s:\n{stacks}") from None
         self._reader.join(5)
         self._out_reader.join(5)
         return CliResult(self.proc.returncode, "".join(self._stdout), "\n".join(self.lines) + "\n")
