@@ -8,7 +8,6 @@ A failure after apply may roll back to the state recorded before it (--rollback-
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -41,6 +40,7 @@ from k26ctl.deploy.wait import ReadinessResult, check_ready_once, read_unit_stat
 from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error
 from k26ctl.profile import LoadedProfile
 from k26ctl.render import render_unit, unit_name
+from k26ctl.threads import in_thread
 from k26ctl.validate import ValidationReport, ensure_unit_verifies, ensure_valid
 from k26ctl.validate.checks import validate_against_host
 
@@ -297,16 +297,7 @@ def _restart_and_wait(run: DeployRun, plan: Plan) -> bool:
 
 def _background(fn: Callable[..., T], *args: Any) -> Future[T]:
     """Run a read-only host query alongside other reads (one connection carries many channels)."""
-    future: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(fn(*args))
-        except BaseException as exc:
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="k26ctl-early-read", daemon=True).start()
-    return future
+    return in_thread(fn, *args, name="k26ctl-early-read")
 
 
 def _result_or_none(future: Future[T] | None, timeout: float = 30.0) -> T | None:

@@ -17,7 +17,6 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import paramiko
 
 from k26ctl.errors import HostKeyError, RemoteCommandError, UnreachableError
 from k26ctl.remote.shell import Process, ShellHost
+from k26ctl.threads import in_thread
 
 # paramiko logs expected failures (a refused forward, a failed auth) as warnings; without a handler
 # Python would print them to stderr next to k26ctl's own one-line error
@@ -51,16 +51,7 @@ def _shielded(fn: Callable[..., T], *args: Any) -> T:
     """
     if threading.current_thread() is not threading.main_thread():
         return fn(*args)
-    future: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(fn(*args))
-        except BaseException as exc:
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="k26ctl-ssh-call", daemon=True).start()
-    return future.result()
+    return in_thread(fn, *args, name="k26ctl-ssh-call").result()
 
 
 @dataclass
