@@ -11,7 +11,7 @@ import re
 import unicodedata
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -180,20 +180,17 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
     Period 1 is left to `char_runs`. A stretch counts when text[i] == text[i + p] holds for at least
     (min_copies - 1) * p consecutive positions. Each character becomes a one- or two-byte code, and for
     every period the text is compared with itself shifted by p in one big-integer XOR: the zero codes
-    are the equal positions, and a bytes search finds their runs. The work per period is in C (about a
-    microsecond for a 600-character text), so every period is simply tried: listing which periods
-    some n-gram recurs at, to skip the others, costs more in Python than it saves.
+    are the equal positions, and a bytes search finds their runs. The work per period is in C (a few
+    microseconds for a 600-character text); the periods that need many equal positions are tried only
+    where an aligned block of the text recurs (`_periods_to_try`).
     """
     n = len(text)
     top = min(max_period, n // 2)
     codes, width = _char_codes(text)
     whole = int.from_bytes(codes, "big")
     found: list[Repeat] = []
-    candidates = _block_recurrences(text, top)
-    for p in range(2, top + 1):
+    for p in _periods_to_try(text, top, min_copies):
         need = max(int((min_copies - 1) * p), 1)
-        if need >= 2 * _BLOCK - 1 and candidates is not None and p not in candidates:
-            continue
         # Unit k of the XOR is codes[k] ^ codes[k - p] for k >= p; the first p units keep their own
         # (non-zero) codes, so a zero run never starts before p and position k stands for k - p.
         diff = (whole ^ (whole >> (8 * width * p))).to_bytes(width * n, "big")
@@ -211,6 +208,25 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
 
 _BLOCK = 8
 _MAX_BLOCK_FINDS = 250
+
+
+def _periods_to_try(text: str, top: int, min_copies: float) -> Sequence[int]:
+    """The periods 2..top, in order, that can hold a stretch of the needed number of equal positions.
+
+    That number never falls as the period grows, so the periods needing fewer than 2 * _BLOCK - 1 are
+    a leading range and all of them are tried; after it only the distances of `_block_recurrences`
+    can have a stretch. Looping over the listed periods alone spares a Python step for each of the
+    (mostly skipped) others.
+    """
+    first_long = 2
+    while first_long <= top and max(int((min_copies - 1) * first_long), 1) < 2 * _BLOCK - 1:
+        first_long += 1
+    if first_long > top:
+        return range(2, top + 1)
+    candidates = _block_recurrences(text, top)
+    if candidates is None:
+        return range(2, top + 1)
+    return [*range(2, first_long), *sorted(d for d in candidates if d >= first_long)]
 
 
 def _block_recurrences(text: str, limit: int) -> set[int] | None:
@@ -243,7 +259,11 @@ def _zero_bytes(count: int) -> bytes:
 
 def _char_codes(text: str) -> tuple[bytes, int]:
     """Each distinct character numbered from 1 (so equal characters get equal codes), one byte per
-    character when there are fewer than 256 distinct ones, else two."""
+    character when there are fewer than 256 distinct ones, else two. Only equality and non-zero codes
+    matter, so a Latin-1 text without NUL is simply encoded (no per-character Python step)."""
+    if "\x00" not in text and (not text or max(text) <= "\xff"):
+        # Latin-1 (ASCII included) without NUL: the encoding itself numbers the characters from 1.
+        return text.encode("latin-1"), 1
     numbering = {ch: i for i, ch in enumerate(dict.fromkeys(text), start=1)}
     if len(numbering) < 256:
         return bytes(map(numbering.__getitem__, text)), 1
