@@ -10,7 +10,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from k26ctl.smoke.textstats import cjk_ratio, weighted_len
+from k26ctl.smoke.textstats import ASCII_ALNUM, ASCII_DIGITS, ascii_count, cjk_ratio, weighted_len
 
 KINDS = ("prose", "poem", "list", "code", "table", "json", "cjk", "math", "art", "reasoning", "short")
 
@@ -132,14 +132,14 @@ def guess_kind(text: str) -> str:
     if not stripped:
         return "short"
     lines = [line for line in stripped.splitlines() if line.strip()]
-    visible = _BLANKS.sub("", stripped)
+    visible = "".join(stripped.split())  # without whitespace: str.split's is re's \s
     if stripped.startswith(("{", "[", "```json")) and '":' in stripped:
         return "json"
     if "```" in stripped or (len(lines) >= 3 and _code_lines(lines) >= 0.4 * len(lines)):
         return "code"
     if sum(bool(_TABLE_LINE.match(x)) for x in lines) >= 2:
         return "table"
-    if len(lines) >= 4 and len(_NOT_ALNUM.sub("", visible)) < 0.2 * len(visible):
+    if len(lines) >= 4 and _few_alnum(visible, 0.2 * len(visible)):
         return "art"
     if len(lines) >= 4 and _mostly_data_lines(stripped, lines):
         return "table"  # rows of numbers, hex dumps, CSV of figures
@@ -157,16 +157,31 @@ def guess_kind(text: str) -> str:
 
 
 def _code_lines(lines: list[str]) -> int:
-    return sum(bool(_CODE_LINE.match(x)) for x in lines)
+    return sum(map(bool, map(_CODE_LINE.match, lines)))
+
+
+def _few_alnum(visible: str, limit: float) -> bool:
+    """Fewer than `limit` letters and digits. The ASCII ones alone are counted first (in C): when they
+    reach the limit, the Unicode-aware count is not needed (most texts)."""
+    if ascii_count(visible, ASCII_ALNUM) >= limit:
+        return False
+    return len(_NOT_ALNUM.sub("", visible)) < limit
 
 
 def _mostly_data_lines(text: str, lines: list[str]) -> bool:
     """At least 60 % of the lines are data lines. Each has two digits or more, so a text with fewer
     digits than that in all is answered without looking at its lines (most prose)."""
     needed = 0.6 * len(lines)
-    if 2 * math.ceil(needed) > len(_NOT_DIGIT.sub("", text)):
+    if 2 * math.ceil(needed) > _digits_at_most(text) or 2 * math.ceil(needed) > len(_NOT_DIGIT.sub("", text)):
         return False
     return sum(_is_data_line(x) for x in lines) >= needed
+
+
+def _digits_at_most(text: str) -> int:
+    """An upper bound of the text's decimal digits, counted in C: its ASCII digits plus every character
+    beyond ASCII (each takes two or more UTF-8 bytes, so there are at most len(bytes) - len(text))."""
+    beyond_ascii = len(text.encode("utf-8", "surrogatepass")) - len(text)
+    return ascii_count(text, ASCII_DIGITS) + beyond_ascii
 
 
 def _is_data_line(line: str) -> bool:
@@ -186,9 +201,12 @@ def _looks_like_verse(lines: list[str]) -> bool:
         return False
     lengths = sorted(weighted_len(line.strip()) for line in lines)  # a CJK character counts twice
     median = lengths[len(lengths) // 2]
+    if not 10 <= median <= 70:
+        return False  # (the other two counts are needed only for lines of verse length)
     open_ended = sum(not line.rstrip().endswith((".", "!", "?", ":")) for line in lines)
-    distinct = len({line.strip().lower() for line in lines})
-    return 10 <= median <= 70 and open_ended >= len(lines) / 2 and distinct >= len(lines) / 2
+    if open_ended < len(lines) / 2:
+        return False
+    return len({line.strip().lower() for line in lines}) >= len(lines) / 2
 
 
 _LENIENT_ORDER = (

@@ -48,6 +48,18 @@ def wide_count(text: str) -> int:
     return len(_WIDE.findall(text))
 
 
+ASCII_ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+ASCII_DIGITS = b"0123456789"
+
+
+def ascii_count(text: str, chars: bytes) -> int:
+    """How many characters of the text are among the ASCII `chars`. Counted on the UTF-8 bytes by
+    bytes.translate, in C (an ASCII byte in UTF-8 is always that ASCII character): a cheap bound that
+    spares a Unicode-aware count whenever the bound already settles the question."""
+    data = text.encode("utf-8", "surrogatepass")
+    return len(data) - len(data.translate(None, chars))
+
+
 def char_weight(ch: str) -> float:
     """A CJK character carries roughly as much text as two or three Latin letters."""
     return 2.0 if is_wide(ch) else 1.0

@@ -53,3 +53,39 @@ def test_abbreviation_pattern_led_by_a_letter_blanks_what_the_original_did() -> 
     samples += ["".join(pick.choice(alphabet) for _ in range(pick.randint(0, 40))) for _ in range(20_000)]
     for text in samples:
         assert _ABBREVIATION.sub(blank, text) == original.sub(blank, text), text
+
+
+def _every_character() -> str:
+    return "".join(chr(c) for c in range(sys.maxunicode + 1))
+
+
+def test_str_split_removes_what_the_blank_pattern_removes() -> None:
+    import re
+
+    text = _every_character()
+    assert "".join(text.split()) == re.sub(r"\s+", "", text)
+
+
+def test_ascii_count_counts_only_the_given_ascii_characters() -> None:
+    text = "ab1 ÄéΩ７٣ 語 \ud800x9"  # accented, full-width and Arabic-Indic digits, a lone surrogate
+    assert textstats.ascii_count(text, textstats.ASCII_ALNUM) == 5  # a, b, 1, x, 9
+    assert textstats.ascii_count(text, textstats.ASCII_DIGITS) == 2
+    assert textstats.ascii_count("", textstats.ASCII_DIGITS) == 0
+
+
+def test_the_cheap_counts_bound_the_unicode_counts() -> None:
+    import random
+
+    from k26ctl.smoke.detectors import _NOT_CONTENT
+    from k26ctl.smoke.kinds import _NOT_ALNUM, _NOT_DIGIT, _digits_at_most
+
+    pick = random.Random(11)
+    alphabet = "aZ09 .-_|é٣７語ⅷ²\u0301\U0001f600\ud800"
+    samples = [_every_character()]
+    samples += ["".join(pick.choice(alphabet) for _ in range(pick.randint(0, 30))) for _ in range(5_000)]
+    for text in samples:
+        ascii_alnum = textstats.ascii_count(text, textstats.ASCII_ALNUM)
+        # a lower bound of both the \w-minus-underscore count and the letters-and-numbers count
+        assert ascii_alnum <= len(_NOT_ALNUM.sub("", text))
+        assert ascii_alnum <= len(_NOT_CONTENT.sub("", text))
+        assert _digits_at_most(text) >= len(_NOT_DIGIT.sub("", text))
