@@ -40,10 +40,13 @@ _URL = re.compile(r"https?://\S+|www\.\S+")
 
 def _units(sentence: str) -> list[str]:
     """Words, or single characters for CJK text (no spaces to split on); links do not count."""
-    sentence = _URL.sub(" ", sentence)
+    if "://" in sentence or "www." in sentence:  # (no link can match otherwise)
+        sentence = _URL.sub(" ", sentence)
     wide = wide_count(sentence)
     if wide >= 0.5 * max(len(sentence.strip()), 1):
         return [ch for ch in sentence if ch.isalnum()]
+    if sentence.isascii():  # lower-casing ASCII keeps every character and its \w-ness: once for all
+        return _WORD.findall(sentence.lower())
     return [w.lower() for w in _WORD.findall(sentence)]
 
 

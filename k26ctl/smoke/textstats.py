@@ -378,7 +378,10 @@ def ends_in_repetition(text: str, lines: int = 3) -> bool:
 def novel_word_share(text: str, start: int) -> float:
     """Share of the words in text[start:] that the text had not used before them (case-folded):
     near zero when a text only recombines what it already said, as loops with small variations do."""
-    words = [w.casefold() for w in _WORD_RUN.findall(text)]
+    if text.isascii():  # ASCII case-folding is lower-casing, which keeps each character's \w-ness
+        words = _WORD_RUN.findall(text.lower())
+    else:
+        words = [w.casefold() for w in _WORD_RUN.findall(text)]
     # words that begin before `start` (one running across it included) are the words used before
     before = len(_WORD_RUN.findall(text, 0, start)) if start > 0 else 0
     after = words[before:]
