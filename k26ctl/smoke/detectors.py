@@ -467,21 +467,22 @@ def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
     any_tripled = _TRIPLED.search(cleaned.lower()) is not None
     odd = 0
     first_odd = -1
-    # the same matches again, for the positions of the few words that need them
-    for match, word, lower in zip(_LATIN_WORD.finditer(cleaned), words, lowered, strict=True):
+    # the same matches again, for the positions of the few words that need them (found once, and only
+    # when one does: most texts have no odd word and no short word outside the list)
+    matches: list[re.Match[str]] = []
+    for i, word in enumerate(words):
         if len(word) <= 2:  # a stray fragment?
-            short = (lower not in _SHORT_WORDS and not word.isupper()) or (
-                len(word) == 1 and word not in "aAI"
-            )
-            odd_word = short and _stands_alone(cleaned, match.start(), match.end())
-        else:  # no vowel, or a letter tripled
-            odd_word = (not _VOWEL.search(word) and not word.isupper()) or (
-                any_tripled and _TRIPLED.search(lower) is not None
-            )
-        if odd_word:
-            odd += 1
-            if first_odd < 0:
-                first_odd = match.start()
+            if (lowered[i] in _SHORT_WORDS or word.isupper()) and (len(word) != 1 or word in "aAI"):
+                continue  # a short English word, or an acronym
+            matches = matches or list(_LATIN_WORD.finditer(cleaned))
+            if not _stands_alone(cleaned, matches[i].start(), matches[i].end()):
+                continue
+        elif (_VOWEL.search(word) or word.isupper()) and not (any_tripled and _TRIPLED.search(lowered[i])):
+            continue  # word-shaped: a vowel (or an acronym), and no letter tripled
+        odd += 1
+        if first_odd < 0:
+            matches = matches or list(_LATIN_WORD.finditer(cleaned))
+            first_odd = matches[i].start()
     findings: list[Finding] = []
     start = max(first_odd, 0)
     share = odd / len(words)
