@@ -252,7 +252,7 @@ def detect_tail_repeat(text: str, profile: KindProfile, finish_reason: str | Non
     """The text ends with words it has already written several times: a loop with small variations
     between the copies (a separator that changes, a paraphrase) that exact period finding misses.
     Whitespace is normalised so a line break instead of a space does not hide the repeat."""
-    flat = re.sub(r"\s+", " ", _blank_urls(text)).rstrip()
+    flat = _single_spaced(_blank_urls(text))
     probe_len = _TAIL_PROBE
     if weighted_len(flat[-probe_len:]) > 1.4 * probe_len:
         probe_len = _CJK_TAIL_PROBE  # CJK: fewer characters carry as much text
@@ -362,7 +362,16 @@ _URL = re.compile(r"https?://\S+|www\.\S+")
 
 
 def _blank_urls(text: str) -> str:
+    if "://" not in text and "www." not in text:
+        return text  # no link can match
     return _URL.sub(lambda m: " " * len(m.group()), text)
+
+
+def _single_spaced(text: str) -> str:
+    """Every run of whitespace one space, none at the end (re.sub(r"\\s+", " ", text).rstrip()), by
+    str.split and join in C: str.split's whitespace is re's \\s."""
+    words = " ".join(text.split())
+    return " " + words if words and text[0].isspace() else words
 
 
 def _find_loosely(text: str, flat_probe: str) -> int:
@@ -771,12 +780,15 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
 
 # A label whose value is missing: "second item:., third item:.," (a template filled with nothing)
 _EMPTY_SLOT = re.compile(r"(?<=\w)[ \t]*:[ \t]*[.,;](?=\s|[.,;]|$)")
+_SLOT_HINT = re.compile(r":[ \t]*[.,;]")  # what every empty slot holds
 
 
 def detect_empty_slots(text: str, profile: KindProfile) -> list[Finding]:
     """A broken template: the same frame written again and again with nothing in its slots."""
     if not profile.check_content:
         return []
+    if not _SLOT_HINT.search(text):
+        return []  # (the look-behind pattern is tried at every position; this one jumps to colons)
     slots = list(_EMPTY_SLOT.finditer(text))
     if len(slots) < 3:
         return []

@@ -89,3 +89,17 @@ def test_the_cheap_counts_bound_the_unicode_counts() -> None:
         assert ascii_alnum <= len(_NOT_ALNUM.sub("", text))
         assert ascii_alnum <= len(_NOT_CONTENT.sub("", text))
         assert _digits_at_most(text) >= len(_NOT_DIGIT.sub("", text))
+
+
+def test_single_spacing_by_split_equals_the_substitution() -> None:
+    import random
+    import re
+
+    from k26ctl.smoke.detectors import _single_spaced
+
+    pick = random.Random(5)
+    alphabet = ["a", "b", " ", "\n", "\t", "\u3000", "\x1c", "\x85", "\xa0", "\u200b", "é"]
+    samples = [_every_character(), "", " ", " a  b ", "a\n\nb\t"]
+    samples += ["".join(pick.choice(alphabet) for _ in range(pick.randint(0, 12))) for _ in range(20_000)]
+    for text in samples:
+        assert _single_spaced(text) == re.sub(r"\s+", " ", text).rstrip(), repr(text)
