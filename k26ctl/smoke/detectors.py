@@ -8,6 +8,7 @@ thresholds chosen by the prompt's kind and decides whether the text is degenerat
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import unicodedata
@@ -194,7 +195,7 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
     tail_gap = 0 if profile.repetition_needs_open_end else 3
     window_end = len(window.rstrip()) if profile.repetition_needs_open_end else len(window)
     best: dict[str, Finding] = {}
-    total = weighted_len(text)
+    total = functools.cache(functools.partial(weighted_len, text))  # measured only if a loop needs it
     still_repeating = not profile.repetition_needs_open_end or ends_in_repetition(window)
     for rep in tandem_repeats(window):
         stripped_unit = rep.unit.strip()
@@ -213,9 +214,9 @@ def detect_loops(text: str, profile: KindProfile, finish_reason: str | None = No
         elif at_tail and redundant >= profile.tail_loop_redundant and copies >= profile.tail_loop_copies:
             name = "cut_in_loop" if finish_reason == "length" else "tail_loop"
             threshold = profile.tail_loop_redundant
-        elif redundant >= 6 and copies >= 4 and redundant >= profile.loop_share * total:
+        elif redundant >= 6 and copies >= 4 and redundant >= profile.loop_share * total():
             name = "loop"
-            threshold = profile.loop_share * total
+            threshold = profile.loop_share * total()
         elif copies >= 2.5 and _whole_answer_unit(window, rep.start, rep.end, stripped_unit):
             name = "loop"  # the whole answer is one unit said three times ("foss foss foss")
             threshold = 2.5
@@ -387,7 +388,7 @@ def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None
     tail only, since a whole-text ratio hides a collapse after a long healthy start)."""
     findings: list[Finding] = []
     window, offset = _analysis_window(_blank_layout(text))
-    if weighted_len(window) < 120:
+    if len(window) < 120 and weighted_len(window) < 120:  # (a character weighs 1 or more)
         return findings
     if profile.repetition_needs_open_end and not ends_in_repetition(window):
         return findings
@@ -445,9 +446,10 @@ _SHORT_WORDS = _word_set(
 # Abbreviations ("e.g.", "U.S.") and one-letter labels ("Q:", "A)", "B.") are not word fragments.
 # Written as: a letter, then per alternative what the original three checked around it
 # (r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)"): a pattern that starts with a
-# character class lets the engine skip to the letters instead of trying the look-behinds everywhere.
+# character class lets the engine skip to the letters instead of trying the look-behinds everywhere,
+# and every alternative goes on with one of ".:)", so a letter followed by anything else fails at once.
 _ABBREVIATION = re.compile(
-    r"[A-Za-z](?:(?<!\w[A-Za-z])\.(?:[A-Za-z]\.)+"
+    r"[A-Za-z](?=[.:)])(?:(?<!\w[A-Za-z])\.(?:[A-Za-z]\.)+"
     r"|(?<=[A-Z])(?<!\w[A-Z])\.(?=\s+[A-Z])"
     r"|(?<=[A-Z])(?<![\w.][A-Z])[:.)](?=\s))"
 )
