@@ -302,11 +302,12 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
     findings: list[Finding] = []
     tail = text[-2000:]
     base = len(text) - len(tail)
-    again = final_restatement(tail)
     # Parallel sentences that each finish ("shall not copy ...", "shall not modify ...") are style; a
     # finished sentence counts only as an exact copy, a near copy only when the text stops inside it.
     finished = tail.rstrip().endswith(_SENTENCE_END) and finish_reason != "length"
     needed = max(0.999 if finished else 0.0, profile.restatement)
+    # (no similarity exceeds 1: kinds whose threshold is above it never compare the sentences)
+    again = final_restatement(tail, at_least=needed) if needed <= 1.0 else None
     if again is not None and again.similarity >= needed:
         start = base + again.previous_start
         findings.append(
@@ -320,7 +321,11 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
                 f"{again.units} words)",
             )
         )
-    again_paragraph = paragraph_restart(tail) if profile.restatement <= 1.0 else None
+    again_paragraph = (
+        paragraph_restart(tail, at_least=0.9 if finished else _CUT_RESTART)
+        if profile.restatement <= 1.0
+        else None
+    )
     # a paragraph re-said right after itself, or an answer cut off while starting over in other words
     # (a chorus coming back after a verse is neither)
     if again_paragraph is not None and (

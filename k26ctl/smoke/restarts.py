@@ -50,9 +50,10 @@ def _units(sentence: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(sentence)]
 
 
-def final_restatement(text: str, min_units: int = 6) -> Restatement | None:
+def final_restatement(text: str, min_units: int = 6, at_least: float = 0.0) -> Restatement | None:
     """The last sentence compared with the one before it: whole against whole, and (when the last one
-    was cut off) against the same-length opening of the previous one. Returns the better match."""
+    was cut off) against the same-length opening of the previous one. Returns the better match, or
+    None when it is less alike than `at_least`."""
     # the last two sentences that have words (found from the end: earlier ones are never compared)
     spans: list[tuple[int, list[str]]] = []
     for m in reversed(list(_SENTENCE.finditer(text))):
@@ -66,9 +67,20 @@ def final_restatement(text: str, min_units: int = 6) -> Restatement | None:
     (last_start, b), (prev_start, a) = spans
     if min(len(a), len(b)) < min_units:
         return None
-    whole = SequenceMatcher(None, a, b, autojunk=False).ratio()
-    opening = SequenceMatcher(None, a[: len(b)], b, autojunk=False).ratio() if len(b) < len(a) else 0.0
+    whole = _ratio_if_reaching(a, b, at_least)
+    opening = _ratio_if_reaching(a[: len(b)], b, at_least) if len(b) < len(a) else 0.0
+    if max(whole, opening) < at_least:
+        return None
     return Restatement(prev_start, last_start, max(whole, opening), min(len(a), len(b)))
+
+
+def _ratio_if_reaching(a: list[str], b: list[str], at_least: float) -> float:
+    """SequenceMatcher's ratio of a and b; 0.0 when its cheap upper bounds (lengths, then shared words
+    regardless of order) already show it stays below `at_least`, which spares the matching itself."""
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    if at_least > 0 and (matcher.real_quick_ratio() < at_least or matcher.quick_ratio() < at_least):
+        return 0.0
+    return matcher.ratio()
 
 
 _NUMBERED = re.compile(
@@ -173,9 +185,11 @@ class ParagraphRestart:
 _PARAGRAPH = re.compile(r"[^\n]+(?:\n(?!\s*\n)[^\n]+)*")
 
 
-def paragraph_restart(text: str, min_words: int = 12) -> ParagraphRestart | None:
+def paragraph_restart(text: str, min_words: int = 12, at_least: float = 0.0) -> ParagraphRestart | None:
     """The last paragraph compared with each earlier one of some length (against its opening when
-    the last one was cut off); the best match."""
+    the last one was cut off); the best match (the first of equals), or None when it is less alike
+    than `at_least`. A paragraph whose ratio stays below that cannot be the best one that reaches it,
+    so its ratio is computed only when the cheap upper bounds allow it."""
     blocks = [(m.start(), _units(m.group())) for m in _PARAGRAPH.finditer(text)]
     blocks = [(start, words) for start, words in blocks if len(words) >= min_words]
     if len(blocks) < 2:
@@ -183,7 +197,7 @@ def paragraph_restart(text: str, min_words: int = 12) -> ParagraphRestart | None
     last_start, last = blocks[-1]
     best: ParagraphRestart | None = None
     for i, (start, words) in enumerate(blocks[:-1]):
-        ratio = SequenceMatcher(None, words[: len(last)], last, autojunk=False).ratio()
+        ratio = _ratio_if_reaching(words[: len(last)], last, at_least)
         if best is None or ratio > best.similarity:
             best = ParagraphRestart(start, last_start, ratio, i == len(blocks) - 2, len(last) < len(words))
-    return best
+    return best if best is not None and best.similarity >= at_least else None

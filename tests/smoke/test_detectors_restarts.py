@@ -181,3 +181,24 @@ def test_paragraph_said_again_right_after_itself_is_found() -> None:
 )
 def test_paragraphs_that_are_not_restarts(text: str) -> None:
     assert not score_text(text).degenerate, score_text(text).reasons
+
+
+def test_a_similarity_floor_changes_only_whether_a_match_is_returned() -> None:
+    from k26ctl.smoke.restarts import paragraph_restart
+
+    paragraphs = [
+        "The committee met on Monday to discuss the budget for the coming year and the new hires",
+        "Rain fell over the valley all afternoon while the farmers waited for the trucks to arrive",
+        "The committee met on Monday to discuss the budget for the coming year and the new roads",
+    ]
+    text = "\n\n".join(paragraphs)
+    best = paragraph_restart(text)
+    assert best is not None and best.earlier_start == 0 and 0.9 < best.similarity < 1.0
+    assert paragraph_restart(text, at_least=0.9) == best
+    assert paragraph_restart(text, at_least=best.similarity) == best
+    assert paragraph_restart(text, at_least=0.99) is None
+    sentences = "One two three four five six seven eight. One two three four nine six seven eight"
+    found = final_restatement(sentences)
+    assert found is not None and found.similarity == 0.875
+    assert final_restatement(sentences, at_least=0.875) == found
+    assert final_restatement(sentences, at_least=0.88) is None
