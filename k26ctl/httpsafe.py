@@ -18,12 +18,14 @@ the recursion and number-size limits of `k26ctl.jsonsafe`.
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import httpcore
@@ -132,8 +134,19 @@ class _DeadlineBackend(httpcore.SyncBackend):
         return _DeadlineStream(stream)
 
 
+@cache
+def shared_tls_context() -> ssl.SSLContext:
+    """The verifying TLS context httpx builds by default (certifi's CA bundle), built once per process.
+
+    httpx builds it in every transport's constructor, used or not, and loading the bundle costs tens
+    of milliseconds of CPU; a deploy opens a client for every readiness probe, and a probe through the
+    SSH forward is plain HTTP. One context serves every connection and thread."""
+    return httpx.create_ssl_context()
+
+
 def deadline_transport(**kwargs: Any) -> httpx.HTTPTransport:
     """An httpx transport whose sockets obey the calling thread's request deadline."""
+    kwargs.setdefault("verify", shared_tls_context())
     transport = httpx.HTTPTransport(**kwargs)
     pool = transport._pool  # httpx keeps its httpcore pool here; the backend is its only I/O seam
     if not hasattr(pool, "_network_backend"):
