@@ -44,8 +44,16 @@ _MARKUP = re.compile(_MARKUP_PATTERN, re.DOTALL)
 _MARKUP_WITHOUT_EMAIL = re.compile(_MARKUP_PATTERN.replace(_EMAIL, "", 1), re.DOTALL)
 
 
+# Every markup alternative holds one of these, or a word character, one of "._/" and another word
+# character (led by "._/" here, so the engine jumps to those characters instead of trying each position).
+_MARKUP_SIGNS = ("`", "[", "<", "://", "www.", "@")
+_DOTTED = re.compile(r"[._/](?<=\w[._/])\w")
+
+
 @lru_cache(maxsize=8)
 def blank_markup(text: str) -> str:
+    if not any(sign in text for sign in _MARKUP_SIGNS) and not _DOTTED.search(text):
+        return text  # nothing the markup pattern could match (the pattern tries every position)
     pattern = _MARKUP if "@" in text else _MARKUP_WITHOUT_EMAIL
     return pattern.sub(lambda m: " " * len(m.group()), text)
 
