@@ -212,6 +212,15 @@ def detect_stutter(text: str, profile: KindProfile) -> list[Finding]:
     candidates = sorted(
         {*compress(count(), map(eq, lowered, lowered[1:])), *compress(count(), map(eq, lowered, lowered[2:]))}
     )
+    # Only a word equal to the next one, or a pair equal to the next pair (its first word already comes
+    # back two words later), can make an event: the language, for its function words, is guessed only
+    # for texts that have one.
+    last = len(lowered) - 1
+    candidates = [
+        i
+        for i in candidates
+        if lowered[i] == lowered[i + 1] or (i + 3 <= last and lowered[i + 1] == lowered[i + 3])
+    ]
     if not candidates:
         return []
     script = "Latin" if text.isascii() else Counter(w.script for w in words).most_common(1)[0][0]
