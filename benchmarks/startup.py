@@ -42,6 +42,23 @@ def console_script() -> str | None:
     return None
 
 
+def bytecode_state() -> str:
+    """How many of k26ctl's modules will load from current .pyc files (scripts/bootstrap.sh compiles
+    them; with PYTHONDONTWRITEBYTECODE set nothing else does): the others are compiled at every start."""
+    import importlib.util
+
+    package = Path(__file__).resolve().parent.parent / "k26ctl"
+    sources = list(package.rglob("*.py"))
+    fresh = 0
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        fresh += cached.exists() and cached.stat().st_mtime >= source.stat().st_mtime
+    flag = os.environ.get("PYTHONDONTWRITEBYTECODE", "")
+    return (
+        f"{fresh} of {len(sources)} k26ctl modules have current .pyc files (PYTHONDONTWRITEBYTECODE={flag!r})"
+    )
+
+
 def time_runs(argv: list[str], runs: int) -> tuple[list[float], list[float]]:
     """Wall seconds and CPU seconds (user + system of the child) per run. CPU time barely moves when
     other work shares the cores; wall time is what a user waits."""
@@ -92,11 +109,18 @@ def main() -> None:
     for row in rows:
         row["over_python"] = row["median"] - base
     if args.json:
-        doc = {"python": python, "runs": args.runs, "goal_seconds": GOAL_SECONDS, "loadavg": os.getloadavg()}
+        doc = {
+            "python": python,
+            "runs": args.runs,
+            "goal_seconds": GOAL_SECONDS,
+            "loadavg": os.getloadavg(),
+            "bytecode": bytecode_state(),
+        }
         print(json.dumps({**doc, "results": rows}, indent=2))
         return
     print(f"interpreter: {python}   runs per command: {args.runs}")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (wall times grow with it)")
+    print(bytecode_state())
     print(f"{'command':<28} {'median':>7} {'min':>7} {'max':>7} {'over py':>8} {'cpu med':>8}")
     for r in rows:
         walls = " ".join(f"{r[k]:7.3f}" for k in ("median", "min", "max"))
