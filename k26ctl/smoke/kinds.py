@@ -135,7 +135,7 @@ def guess_kind(text: str) -> str:
     visible = "".join(stripped.split())  # without whitespace: str.split's is re's \s
     if stripped.startswith(("{", "[", "```json")) and '":' in stripped:
         return "json"
-    if "```" in stripped or (len(lines) >= 3 and _code_lines(lines) >= 0.4 * len(lines)):
+    if "```" in stripped or (len(lines) >= 3 and _mostly_code_lines(lines)):
         return "code"
     if sum(bool(_TABLE_LINE.match(x)) for x in lines) >= 2:
         return "table"
@@ -156,8 +156,19 @@ def guess_kind(text: str) -> str:
     return "prose"
 
 
-def _code_lines(lines: list[str]) -> int:
-    return sum(map(bool, map(_CODE_LINE.match, lines)))
+def _mostly_code_lines(lines: list[str]) -> bool:
+    """At least 40 % of the lines look like code. The lines are tried in order until the share is
+    reached or can no longer be (the code pattern is long; prose rarely needs more than 60 % of them)."""
+    needed = 0.4 * len(lines)
+    found = 0
+    for done, line in enumerate(lines, start=1):
+        if _CODE_LINE.match(line):
+            found += 1
+            if found >= needed:
+                return True
+        elif found + len(lines) - done < needed:
+            return False
+    return False
 
 
 def _few_alnum(visible: str, limit: float) -> bool:
