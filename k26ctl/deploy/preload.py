@@ -3,7 +3,8 @@
 The CLI starts cold: paramiko (with cryptography) and jinja2 take a good part of its start-up. A
 thread imports them while the main thread loads and validates the profile and waits on the network;
 whoever needs a module first simply waits for the import in progress (Python's per-module import
-lock). Only the heavy third-party modules are preloaded; k26ctl's own load on the main thread.
+lock). paramiko comes through `k26ctl.remote.ssh`, which first defers paramiko's optional `invoke`;
+apart from that thin module, k26ctl's own modules load on the main thread.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib
 import threading
 
-DEPLOY_MODULES = ("paramiko", "jinja2")
+DEPLOY_MODULES = ("k26ctl.remote.ssh", "jinja2")  # the first brings paramiko
 
 
 def preload(modules: tuple[str, ...] = DEPLOY_MODULES) -> threading.Thread:

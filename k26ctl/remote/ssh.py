@@ -22,11 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import paramiko
+from k26ctl.remote.deferred_import import defer_import
 
-from k26ctl.errors import HostKeyError, RemoteCommandError, UnreachableError
-from k26ctl.remote.shell import Process, ShellHost
-from k26ctl.threads import in_thread
+defer_import("invoke")  # before paramiko, which imports it only for `Match exec` in ~/.ssh/config
+
+import paramiko  # noqa: E402
+
+from k26ctl.errors import HostKeyError, RemoteCommandError, UnreachableError  # noqa: E402
+from k26ctl.remote.shell import Process, ShellHost  # noqa: E402
+from k26ctl.threads import in_thread  # noqa: E402
 
 # paramiko logs expected failures (a refused forward, a failed auth) as warnings; without a handler
 # Python would print them to stderr next to k26ctl's own one-line error
