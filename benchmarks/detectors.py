@@ -292,9 +292,7 @@ def report_stress(fortunes: Path | None, verbose: bool) -> None:
             print(f"  - {src}: {'; '.join(v.reasons)}")
 
 
-def report_methods(
-    rows: list[dict[str, str]], methods: dict[str, Callable[[str], bool]]
-) -> dict[str, Score]:
+def report_methods(rows: list[dict[str, str]], methods: dict[str, Callable[[str], bool]]) -> dict[str, Score]:
     scores = {"k26ctl": evaluate_ours(rows)}
     scores.update({name: evaluate(rows, method) for name, method in methods.items()})
     for name, score in scores.items():

@@ -116,19 +116,26 @@ def main(argv: list[str] | None = None) -> int:
         if a != b:
             differences += 1
             print(f"DIFF #{i} ({request['source']}): {request['text'][:80]!r}")
-            print(f"  baseline: degenerate={a['degenerate']} kind={a['kind']} "
-                  f"{[(f['detector'], f['score']) for f in a['findings']]}")
-            print(f"  ours:     degenerate={b['degenerate']} kind={b['kind']} "
-                  f"{[(f['detector'], f['score']) for f in b['findings']]}")
+            print(
+                f"  baseline: degenerate={a['degenerate']} kind={a['kind']} "
+                f"{[(f['detector'], f['score']) for f in a['findings']]}"
+            )
+            print(
+                f"  ours:     degenerate={b['degenerate']} kind={b['kind']} "
+                f"{[(f['detector'], f['score']) for f in b['findings']]}"
+            )
             if [(f["detector"], f["score"]) for f in a["findings"]] == [
                 (f["detector"], f["score"]) for f in b["findings"]
             ]:
                 print("  (same detectors and scores; span, excerpt or message differ)")
     n = len(requests)
-    print(f"{n} texts ({n - args.n} corpus/data, {args.n} synthetic), "
-          f"baseline {args.baseline_rev} ({rev[:10]})")
-    print(f"  in-process CPU per text: baseline {1000 * base['cpu'] / n:.2f} ms, "
-          f"this tree {1000 * ours['cpu'] / n:.2f} ms (load average {os.getloadavg()[0]:.2f})")
+    print(
+        f"{n} texts ({n - args.n} corpus/data, {args.n} synthetic), baseline {args.baseline_rev} ({rev[:10]})"
+    )
+    print(
+        f"  in-process CPU per text: baseline {1000 * base['cpu'] / n:.2f} ms, "
+        f"this tree {1000 * ours['cpu'] / n:.2f} ms (load average {os.getloadavg()[0]:.2f})"
+    )
     print(f"  {differences} texts differ in verdict, detectors, scores, spans or messages")
     return 1 if differences else 0
 

@@ -134,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             cpu_ratio = (b_cpu / args.baseline_n) / (cpu / len(texts))
             print(f"  speed-up: {rate_ratio:.1f}x texts/s, {cpu_ratio:.1f}x less CPU per text")
     verdict = "meets" if ours_rate >= GOAL_TEXTS_PER_SECOND else "misses"
-    print(f"  {ours_rate:.0f} texts/s {verdict} the goal of {GOAL_TEXTS_PER_SECOND:.0f} texts/s (load "
-          f"average now {os.getloadavg()[0]:.2f})")
+    print(
+        f"  {ours_rate:.0f} texts/s {verdict} the goal of {GOAL_TEXTS_PER_SECOND:.0f} texts/s (load "
+        f"average now {os.getloadavg()[0]:.2f})"
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ from k26ctl.smoke import wordlists
 
 # Languages whose function words are compared to guess which language a run of words is in, by the
 # script of their letters. Korean is written with spaces, so its words can be looked up too.
+# fmt: off
 CANDIDATES: dict[str, tuple[str, ...]] = {
     "Latin": (
         "en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "nb", "fi", "pl", "cs", "sk", "sl", "sh",
@@ -31,6 +32,7 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "Tamil": ("ta",),
     "Hangul": ("ko",),
 }
+# fmt: on
 FUNCTION_WORDS_PER_LANGUAGE = 40  # the most frequent words of a language: articles, pronouns, particles
 
 

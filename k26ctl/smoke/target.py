@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from k26ctl.profile import Profile
     from k26ctl.remote.base import Host
 
+
 def api_key_from_env(variable: str | None) -> str | None:
     """The API key named by `sglang.api_key_env` / `--api-key-env`; a named but unset variable is an error."""
     if not variable:

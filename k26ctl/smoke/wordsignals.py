@@ -182,6 +182,7 @@ def _runs_on(text: str, words: Sequence[Word]) -> bool:
 # ---- stutter -------------------------------------------------------------------------------------
 
 # Words doubled on purpose ("that that", "had had", "bye bye", "very very", "no no") or by grammar.
+# fmt: off
 _REDUPLICATED = frozenset(
     (
         "that", "had", "is", "do", "does", "did", "no", "so", "very", "bye", "ha", "he", "hee", "ho", "la",
@@ -192,6 +193,7 @@ _REDUPLICATED = frozenset(
         "nous", "vous", "die", "der", "das", "den", "dem", "dat",
     )
 )
+# fmt: on
 STUTTER_EVENTS = 3  # doubled words (or any doubled pair of function words) that fail a text
 
 

@@ -15,11 +15,13 @@ from typing import NamedTuple
 import regex
 
 # Scripts named by their Unicode property; letters of any other script are "Other".
+# fmt: off
 SCRIPTS = (
     "Latin", "Cyrillic", "Greek", "Arabic", "Hebrew", "Han", "Hiragana", "Katakana", "Hangul", "Thai",
     "Devanagari", "Bengali", "Tamil", "Telugu", "Kannada", "Malayalam", "Gujarati", "Gurmukhi",
     "Georgian", "Armenian", "Ethiopic", "Myanmar", "Khmer", "Lao", "Sinhala", "Tibetan",
 )
+# fmt: on
 _RUN = regex.compile(
     "|".join(f"(?P<{name}>\\p{{Script={name}}}[\\p{{Script={name}}}\\p{{M}}]*)" for name in SCRIPTS)
     + r"|(?P<Other>\p{L}[\p{L}\p{M}]*)"
