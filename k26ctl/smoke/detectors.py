@@ -25,10 +25,12 @@ from k26ctl.smoke.restarts import enumeration_restart, final_restatement, paragr
 from k26ctl.smoke.textstats import (
     ASCII_ALNUM,
     INVISIBLE,
+    LINK,
     ascii_count,
     char_runs,
     compression_ratio,
     ends_in_repetition,
+    may_hold_link,
     novel_word_share,
     repeated_ngram_coverage,
     script_of,
@@ -308,7 +310,7 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
     needed = max(0.999 if finished else 0.0, profile.restatement)
     # (no similarity exceeds 1: kinds whose threshold is above it never compare the sentences)
     again = final_restatement(tail, at_least=needed) if needed <= 1.0 else None
-    if again is not None and again.similarity >= needed:
+    if again is not None:  # (at least `needed` alike: final_restatement returns None below it)
         start = base + again.previous_start
         findings.append(
             Finding(
@@ -364,13 +366,10 @@ def detect_restart(text: str, profile: KindProfile, finish_reason: str | None = 
 _CUT_RESTART = 0.6
 
 
-_URL = re.compile(r"https?://\S+|www\.\S+")
-
-
 def _blank_urls(text: str) -> str:
-    if "://" not in text and "www." not in text:
-        return text  # no link can match
-    return _URL.sub(lambda m: " " * len(m.group()), text)
+    if not may_hold_link(text):
+        return text
+    return LINK.sub(lambda m: " " * len(m.group()), text)
 
 
 def _single_spaced(text: str) -> str:

@@ -183,7 +183,8 @@ def _mostly_data_lines(text: str, lines: list[str]) -> bool:
     """At least 60 % of the lines are data lines. Each has two digits or more, so a text with fewer
     digits than that in all is answered without looking at its lines (most prose)."""
     needed = 0.6 * len(lines)
-    if 2 * math.ceil(needed) > _digits_at_most(text) or 2 * math.ceil(needed) > len(_NOT_DIGIT.sub("", text)):
+    digits_needed = 2 * math.ceil(needed)
+    if digits_needed > _digits_at_most(text) or digits_needed > len(_NOT_DIGIT.sub("", text)):
         return False
     return sum(_is_data_line(x) for x in lines) >= needed
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from k26ctl.smoke.textstats import wide_count
+from k26ctl.smoke.textstats import LINK, may_hold_link, wide_count
 
 _SENTENCE = re.compile(r"[^.!?\u3002\uff01\uff1f]+(?:[.!?\u3002\uff01\uff1f]+|$)")
 _WORD = re.compile(r"\w+")
@@ -35,13 +35,10 @@ class Restatement:
     units: int  # words (or CJK characters) in the shorter of the two
 
 
-_URL = re.compile(r"https?://\S+|www\.\S+")
-
-
 def _units(sentence: str) -> list[str]:
     """Words, or single characters for CJK text (no spaces to split on); links do not count."""
-    if "://" in sentence or "www." in sentence:  # (no link can match otherwise)
-        sentence = _URL.sub(" ", sentence)
+    if may_hold_link(sentence):
+        sentence = LINK.sub(" ", sentence)
     wide = wide_count(sentence)
     if wide >= 0.5 * max(len(sentence.strip()), 1):
         return [ch for ch in sentence if ch.isalnum()]
@@ -104,7 +101,7 @@ class EnumerationRestart:
 
 def _content_words(item: str) -> set[str]:
     """Content words of an item; character pairs for CJK text."""
-    item = _URL.sub(" ", item)
+    item = LINK.sub(" ", item)
     if wide_count(item) >= 0.5 * max(len(item.strip()), 1):
         chars = [ch for ch in item if ch.isalnum()]
         return {a + b for a, b in itertools.pairwise(chars)}

@@ -37,6 +37,15 @@ WHITE_SPACE = (
 _HIDDEN_OR_BLANK = re.compile("[" + re.escape(WHITE_SPACE + "".join(sorted(INVISIBLE))) + "]+")
 
 
+# Links are not prose: left out where words or repeats are counted.
+LINK = re.compile(r"https?://\S+|www\.\S+")
+
+
+def may_hold_link(text: str) -> bool:
+    """False when LINK cannot match the text: two substring tests in C before a regex pass."""
+    return "://" in text or "www." in text
+
+
 def is_wide(ch: str) -> bool:
     return _WIDE.match(ch) is not None
 
@@ -202,7 +211,7 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
     whole = int.from_bytes(codes, "big")
     found: list[Repeat] = []
     for p in _periods_to_try(text, top, min_copies):
-        need = max(int((min_copies - 1) * p), 1)
+        need = _equal_positions_needed(p, min_copies)
         # Unit k of the XOR is codes[k] ^ codes[k - p] for k >= p; the first p units keep their own
         # (non-zero) codes, so a zero run never starts before p and position k stands for k - p.
         diff = (whole ^ (whole >> (8 * width * p))).to_bytes(width * n, "big")
@@ -222,6 +231,10 @@ _BLOCK = 8
 _MAX_BLOCK_FINDS = 250
 
 
+def _equal_positions_needed(period: int, min_copies: float) -> int:
+    return max(int((min_copies - 1) * period), 1)
+
+
 def _periods_to_try(text: str, top: int, min_copies: float) -> Sequence[int]:
     """The periods 2..top, in order, that can hold a stretch of the needed number of equal positions.
 
@@ -231,7 +244,7 @@ def _periods_to_try(text: str, top: int, min_copies: float) -> Sequence[int]:
     (mostly skipped) others.
     """
     first_long = 2
-    while first_long <= top and max(int((min_copies - 1) * first_long), 1) < 2 * _BLOCK - 1:
+    while first_long <= top and _equal_positions_needed(first_long, min_copies) < 2 * _BLOCK - 1:
         first_long += 1
     if first_long > top:
         return range(2, top + 1)
