@@ -1,3 +1,3 @@
-from k26ctl.cli.app import main
+from k26ctl.cli.app import entry
 
-main()
+entry()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import signal
 import sys
 from typing import NoReturn
 
@@ -143,5 +144,36 @@ def main() -> None:
         raise
 
 
+def _exit_status(code: object) -> int:
+    """What the interpreter would make of SystemExit(code): None is 0, a message is printed and 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def entry() -> NoReturn:
+    """The console script and `python -m k26ctl`: main(), then exit at once with its status.
+
+    When main() ends, the work is done, connections are closed and the outcome is printed. The
+    interpreter's own teardown would add 0.1-0.25 s, and it puts SIGINT back to the default action
+    early on: a second Ctrl-C landing there killed the process by the signal, not with exit 130."""
+    try:
+        main()
+        status = 0
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the outcome is decided: a late Ctrl-C cannot change it
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # main() has already reported an output failure; nothing more can be said
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -64,6 +64,7 @@ def deploy(
     untouched = "interrupted before any change: the host was not touched"
     result: DeployResult | None = None
     unit_check: Future[ValidationReport] | None = None
+    service: DeployRun | None = None
     try:
         with log.step("validate", "validating the profile"):
             ensure_valid(profile, systemd=False)
@@ -80,6 +81,7 @@ def deploy(
             lock_wait=opts.lock_wait,
             connect=connect,
         ) as run:
+            service = run
             unit_check.result()  # a unit systemd rejects stops the run before anything is read
             try:
                 _run(run, opts)
@@ -87,7 +89,11 @@ def deploy(
                 if isinstance(exc, ConnectionLostError) or not connection_lost(run.host, exc):
                     raise
                 raise _lost_connection(run, exc) from None
-    except KeyboardInterrupt:  # before apply: nothing was touched (apply raises Interrupted)
+    except KeyboardInterrupt:
+        # From apply on, an interrupt becomes Interrupted with the state read back; one that still
+        # reaches here after apply (e.g. while the lock is released) must not claim "untouched".
+        if service is not None and service.applied:
+            raise Interrupted(f"interrupted: {_unread_state(service)}", _INTERRUPTED_HINT) from None
         raise Interrupted(untouched) from None
     except K26Error:
         if unit_check is not None:
@@ -184,9 +190,12 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
         elif run.applied:
             exc.message += f" ({_disk_state(run, before)}; the service was not restarted)"
         raise
-    _record(run, before, plan)
-    if result.verdict == "failed" and opts.rollback_on_failure and run.applied:
-        _rollback_after_failure(run, before)
+    try:
+        _record(run, before, plan)
+        if result.verdict == "failed" and opts.rollback_on_failure and run.applied:
+            _rollback_after_failure(run, before)
+    except KeyboardInterrupt:
+        raise _interrupted(run, before) from None
     _describe_state(run)
 
 
@@ -531,9 +540,23 @@ def _lost_connection(run: DeployRun, exc: K26Error) -> ConnectionLostError:
     )
 
 
+_INTERRUPTED_HINT = (
+    "run the same deploy again to finish (a pending restart is remembered), or k26ctl rollback PROFILE"
+)
+
+
+def _unread_state(run: DeployRun) -> str:
+    running = "was restarted" if run.restarted else "was not restarted"
+    return f"the unit on the host was not read back; the service {running}; run k26ctl status PROFILE"
+
+
 def _interrupted(run: DeployRun, before: Snapshot) -> Interrupted:
-    """Say exactly which state the host was left in, and remember it on the host."""
+    """Say exactly which state the host was left in, and remember it on the host.
+
+    A second Ctrl-C (people press it twice) is held until the read-back ends and then dropped: the
+    read-back is bounded by the connection's timeouts, and it is the only account of the host."""
     desired_sha = sha256_text(run.desired_unit)
+    state = _unread_state(run)
     try:
         with deferred_interrupts():
             on_disk = read_unit(run.host, run.unit_path)
@@ -545,10 +568,9 @@ def _interrupted(run: DeployRun, before: Snapshot) -> Interrupted:
             run.result.message = "interrupted"
             if run.facts is not None and run.result.plan is not None:
                 _record(run, before, run.result.plan, unit_sha_now=sha)
+    except KeyboardInterrupt:
+        pass  # the second Ctrl-C, raised once the read-back above had finished or failed
     except (K26Error, OSError, EOFError) as exc:
         # EOFError: paramiko's word for a transport that died, e.g. when Ctrl-C cut one of its writes
         state = f"unknown ({str(exc) or type(exc).__name__}); run k26ctl status PROFILE"
-    return Interrupted(
-        f"interrupted: {state}",
-        "run the same deploy again to finish (a pending restart is remembered), or k26ctl rollback PROFILE",
-    )
+    return Interrupted(f"interrupted: {state}", _INTERRUPTED_HINT)

@@ -64,6 +64,26 @@ def test_ctrl_c_at_each_phase(scenario: Scenario, phase: str) -> None:
     scenario.assert_recovers(new)
 
 
+@pytest.mark.parametrize("gap", [0.02, 0.15])
+def test_ctrl_c_twice(scenario: Scenario, gap: float) -> None:
+    """People press Ctrl-C twice. The second one lands in the read-back of the unit (0.02 s) or in
+    the exit after the message (0.15 s; a second SIGINT there used to kill the process by the signal,
+    -2, instead of exit 130); neither changes the exit code or the account of the host."""
+    new = scenario.sets(f"sigint-twice-{gap}", FAULT_LOAD_SECONDS="0.3", FAULT_COMPLETION_DELAY="1")
+    running = scenario.start(new, "--smoke")
+    assert running.wait_for(PHASES["smoke"], timeout=60) is not None, running.lines[-15:]
+    running.interrupt()
+    time.sleep(gap)
+    running.interrupt()
+    run = running.finish()
+    assert run.returncode == 130, run.stderr[-2000:]
+    assert "Traceback" not in run.output
+    assert re.search(r"^error: interrupted: the new unit is in place ", run.stderr, re.MULTILINE), run.stderr
+    assert scenario.old_or_new(new, "Ctrl-C twice", run) == "new"
+    _no_daemon_reload_pending(scenario)
+    scenario.assert_recovers(new)
+
+
 def test_two_deploys_at_once(scenario: Scenario) -> None:
     first = scenario.sets("concurrent-a", FAULT_LOAD_SECONDS="4")
     second = scenario.sets("concurrent-b", FAULT_LOAD_SECONDS="4")
