@@ -14,7 +14,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from itertools import islice
 from typing import NamedTuple
 
-from k26ctl.smoke.detectors import TextVerdict, score_text
+from k26ctl.smoke.detectors import TextVerdict, preload, score_text
 
 
 class Request(NamedTuple):
@@ -51,6 +51,7 @@ def score_many(requests: Iterable[Request], workers: int | None = None) -> Itera
         yield from (_score(r) for r in stream)
         return
     chunks = _chunks(head, stream)
+    preload()  # before the pool forks its workers, so that they share it
     with ProcessPoolExecutor(max_workers=workers) as pool:
         pending: deque[Future[list[TextVerdict]]] = deque()
         for chunk in chunks:

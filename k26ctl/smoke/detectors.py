@@ -45,6 +45,7 @@ from k26ctl.smoke.wordsignals import (
     detect_stutter,
     detect_tokenizer_leak,
 )
+from k26ctl.smoke.wordsignals import preload as _preload_word_signals
 
 # Longest stretch analysed by the O(n * period) loop finder; loops show in any window this size.
 _ANALYSIS_CHARS = 6000
@@ -856,6 +857,13 @@ Detector = Callable[..., list[Finding]]
 # Degeneration shows at the end of a text; analysing more than this tail only costs time (a server that
 # ignores max_tokens can send megabytes). Cheap regex checks still cover the whole text.
 MAX_ANALYSED_CHARS = 24_000
+
+
+def preload() -> None:
+    """Read the word lists and imports that `score_text` would otherwise read on first use (about
+    0.5 s). A process that forks scoring workers calls it first: the workers share what it read
+    (copy-on-write) instead of each paying for it again."""
+    _preload_word_signals()
 
 
 def score_text(

@@ -104,5 +104,15 @@ def in_any_common_list(word: str, script: str) -> bool:
     return any(word in wordlists.members(lang, "small") for lang in CANDIDATES.get(script, ()))
 
 
+def preload() -> None:
+    """Read now the lists that texts in Latin script need (English's large list, and each Latin-script
+    language's function words and common words): processes forked after this share them instead of
+    each reading them again on first use (about 0.5 s)."""
+    wordlists.members("en", "best")
+    _function_word_index("Latin")
+    for lang in CANDIDATES["Latin"]:
+        wordlists.members(lang, "small")
+
+
 def is_english_word(word: str) -> bool:
     return is_word(word.lower(), "en")

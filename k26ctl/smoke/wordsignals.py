@@ -58,6 +58,12 @@ def blank_markup(text: str) -> str:
     return pattern.sub(lambda m: " " * len(m.group()), text)
 
 
+def preload() -> None:
+    """Load now what the word-level detectors would load on first use (see `lexicon.preload`)."""
+    lexicon.preload()
+    from ftfy import badness  # noqa: F401  (its import builds large patterns: about 0.14 s)
+
+
 # ---- non-words and word salad ---------------------------------------------------------------------
 
 # Thresholds (fit on the fit half of the real corpora, see benchmarks/README.md):

@@ -5,9 +5,13 @@ and the hard negatives they must leave alone (examples written for these tests).
 from __future__ import annotations
 
 import json
+import sys
 
+import pytest
+
+from k26ctl.smoke import wordlists
 from k26ctl.smoke.batch import Request, score_many
-from k26ctl.smoke.detectors import detect_broken_json, detect_special_tokens, score_text
+from k26ctl.smoke.detectors import detect_broken_json, detect_special_tokens, preload, score_text
 from k26ctl.smoke.kinds import PROFILES
 from k26ctl.smoke.lexicon import guess_language, is_word
 from k26ctl.smoke.wordsignals import (
@@ -129,3 +133,20 @@ def test_score_many_keeps_order_in_process_and_in_workers() -> None:
     assert [v.degenerate for v in in_workers] == [v.degenerate for v in alone] == [False] * 300 + [True]
     assert json.dumps([v.to_json() for v in in_workers]) == json.dumps([v.to_json() for v in alone])
     assert score_text(texts[0]) == alone[0]
+
+
+def test_preload_leaves_nothing_for_a_latin_text_to_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a scoring worker would read on first use is read by preload, before the pool forks."""
+    preload()
+    assert "ftfy.badness" in sys.modules
+
+    def read_again(*args: object) -> object:
+        raise AssertionError(f"word list {args} read after preload")
+
+    monkeypatch.setattr(wordlists, "_read", read_again)
+    monkeypatch.setattr(wordlists, "_build", read_again)
+    # no function word at all: every Latin-script language's common words are consulted
+    salad = "quindle fraptious snorbwick glimmerfax trundlewump zorbly plinket"
+    assert "non_words" in detectors(score_text(salad).findings)
+    assert not score_text("The cat sat on the mat, and then it went home for dinner.").degenerate
+    assert "mojibake" in detectors(score_text("The cafÃ© served crÃ¨me brÃ»lÃ©e to everyone.").findings)
