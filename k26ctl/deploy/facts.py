@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from k26ctl.deploy.history import DeployRecord, history_path, last_record, parse_history
 from k26ctl.deploy.plan import sha256_text
 from k26ctl.deploy.readiness import UnitState
-from k26ctl.patches.host import plan_patches, sglang_version_on_host
+from k26ctl.errors import PatchError
+from k26ctl.patches.host import SGLangTree, locate_sglang, plan_patches
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 
@@ -72,15 +73,15 @@ def read_unit(host: Host, path: str) -> str | None:
 
 def gather_facts(host: Host, systemd: Any, profile: Profile, unit_path: str) -> HostFacts:
     """Independent reads run side by side over the one connection: each is a round trip, and a
-    deploy that changes nothing is mostly these."""
+    deploy that changes nothing is mostly these. The host's Python is asked once where SGLang is
+    (its version, and the tree the patches are read from)."""
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="k26ctl-facts") as pool:
+        located = pool.submit(locate_sglang, host, profile) if profile.sglang.version is None else None
         unit_text = pool.submit(read_unit, host, unit_path)
         props = pool.submit(systemd.show, *SHOW_PROPS)
-        actions = pool.submit(plan_patches, host, profile)
+        locate = located.result if located is not None else None
+        actions = pool.submit(lambda: plan_patches(host, profile, locate=locate))
         history = pool.submit(host.read_file, history_path(profile.service.name), sudo=True)
-        version = (
-            pool.submit(sglang_version_on_host, host, profile) if profile.sglang.version is None else None
-        )
         raw_history = history.result()
         return HostFacts(
             unit_path=unit_path,
@@ -89,5 +90,13 @@ def gather_facts(host: Host, systemd: Any, profile: Profile, unit_path: str) -> 
             patch_actions=list(actions.result()),
             history=parse_history(raw_history.decode("utf-8", "replace")) if raw_history else [],
             history_raw=raw_history,
-            sglang_version=version.result() if version is not None else profile.sglang.version,
+            sglang_version=_version(located) if located is not None else profile.sglang.version,
         )
+
+
+def _version(located: Future[SGLangTree]) -> str | None:
+    """The host's SGLang version; None when its tree cannot be found (patches report that)."""
+    try:
+        return located.result().version
+    except PatchError:
+        return None

@@ -14,7 +14,7 @@ import hashlib
 import json
 import posixpath
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -162,14 +162,6 @@ def locate_sglang(host: Host, profile: Profile) -> SGLangTree:
     return SGLangTree(root=str(root), version=found.get("version"), python=profile.sglang.python)
 
 
-def sglang_version_on_host(host: Host, profile: Profile) -> str | None:
-    """The host's SGLang version (package metadata, else its version file); None when not found."""
-    try:
-        return locate_sglang(host, profile).version
-    except PatchError:
-        return None
-
-
 def find_package_root(host: Host, profile: Profile) -> str:
     """The `sglang/` directory the service imports (sglang.package_root in the profile wins)."""
     return locate_sglang(host, profile).root
@@ -224,16 +216,23 @@ def patch_status(
     return [_state_of(host, profile, tree, p)[0] for p in patches]
 
 
-def plan_patches(host: Host, profile: Profile, *, patches_dir: Path | None = None) -> list[PatchAction]:
+def plan_patches(
+    host: Host,
+    profile: Profile,
+    *,
+    patches_dir: Path | None = None,
+    locate: Callable[[], SGLangTree] | None = None,
+) -> list[PatchAction]:
     """Converge the tree to the profile: apply its pending patches, revert shipped patches that are
     applied on the host but no longer listed. Refused patches listed in the profile raise, so a
-    deploy stops before changing anything."""
+    deploy stops before changing anything. `locate` gives the tree when the caller has already
+    asked the host for it (locate_sglang runs the host's Python: about 0.1 s)."""
     listed = select_patches(profile.patches, patches_dir)
     others = [p for name, p in load_patches(patches_dir).items() if name not in profile.patches]
     if not listed and not others:
         return []
     try:
-        tree = locate_sglang(host, profile)
+        tree = locate() if locate is not None else locate_sglang(host, profile)
     except PatchError:
         if listed:
             raise
