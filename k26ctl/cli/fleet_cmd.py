@@ -12,7 +12,7 @@ from k26ctl.errors import UsageError
 
 
 def is_fleet(path: str) -> bool:
-    from k26ctl.fleet.model import is_fleet_file
+    from k26ctl.fleet.source import is_fleet_file
 
     return is_fleet_file(path)
 

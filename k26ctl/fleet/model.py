@@ -15,7 +15,7 @@ fleet:
     - {name: gpu2, url: "http://10.0.0.12:30000", profile: gpu2.yaml}
   roll: {serial: 1, max_fail: 0, min_healthy: 1, drain_timeout: 300, soak: 30}
 ```
-A file is a fleet file when its top-level key is `fleet`.
+A file is a fleet file when its top-level key is `fleet` (k26ctl.fleet.source tells, cheaply).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from k26ctl.errors import ConfigError
+from k26ctl.fleet.source import read_fleet_yaml
 from k26ctl.profile import HostConfig, LoadedProfile, load_profile
 
 _NAME = r"^[a-z0-9][a-z0-9._-]{0,40}$"
@@ -172,41 +172,10 @@ class Fleet(BaseModel):
         return ", ".join(m.name for m in self.members)
 
 
-def _read(path: Path) -> object:
-    from k26ctl import inputs, yamlsafe
-
-    text = inputs.read_text(
-        path, what="fleet file", max_bytes=inputs.MAX_PROFILE_BYTES, hint="check the path"
-    )
-    try:
-        return yamlsafe.load(text, str(path))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: {getattr(exc, 'problem', None) or 'invalid YAML'}") from None
-
-
-def is_fleet_file(path: str | Path) -> bool:
-    """A YAML file whose top-level mapping has the key `fleet` (profiles never do)."""
-    from k26ctl import inputs
-
-    path = Path(path)
-    if not path.is_file():  # FIFOs, devices and directories are left to the profile reader's refusal
-        return False
-    try:
-        head = inputs.read_text(path, what="fleet file", max_bytes=inputs.MAX_PROFILE_BYTES)
-    except ConfigError:
-        return False
-    if not any(line.startswith("fleet:") for line in head.splitlines()):
-        return False
-    data = _read(path)
-    return isinstance(data, dict) and "fleet" in data
-
-
 def load_fleet(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Fleet:
     """Validate the fleet file and load every member's profile. `overrides` (--set) apply to all."""
     path = Path(path)
-    data = _read(path)
+    data = read_fleet_yaml(path)
     if not isinstance(data, dict) or "fleet" not in data:
         raise ConfigError(f"{path}: not a fleet file (no top-level 'fleet' key)")
     try:

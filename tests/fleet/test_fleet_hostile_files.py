@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from k26ctl.errors import ConfigError, K26Error
-from k26ctl.fleet.model import is_fleet_file, load_fleet
+from k26ctl.fleet.model import load_fleet
 from k26ctl.fleet.record import LocalStore
+from k26ctl.fleet.source import is_fleet_file
 from k26ctl.resources import profiles_dir
 from k26ctl.sweep.prompts import load_prompts
 from k26ctl.sweep.state import SweepSession

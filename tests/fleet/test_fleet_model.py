@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from k26ctl.errors import ConfigError
-from k26ctl.fleet.model import OwnedRouter, is_fleet_file, load_fleet
+from k26ctl.fleet.model import OwnedRouter, load_fleet
+from k26ctl.fleet.source import is_fleet_file
 from k26ctl.resources import profiles_dir
 
 LAB = profiles_dir() / "lab"
