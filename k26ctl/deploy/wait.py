@@ -204,6 +204,10 @@ class JournalFeed:
             except queue.Empty:
                 return entries
 
+    def read_now(self) -> list[Any]:
+        """The entries after the cursor, read from the journal now rather than waited for."""
+        return self._poll()
+
     def _poll(self) -> list[Any]:
         self._last_poll = time.monotonic()
         try:
@@ -327,6 +331,10 @@ def wait_ready(
             and machine.ready_ts_us is None
         ):
             # Ready by probe before the ready line arrived: collect it for the load-time measurement.
+            # journald writes an entry at once but wakes its followers in batches (about 0.25 s), so
+            # one direct read usually finds it; the follower is the fallback.
+            for entry in feed.read_now():
+                machine.on_journal(entry.message, clock(), timestamp_us=entry.timestamp_us)
             deadline = clock() + 0.5
             while machine.ready_ts_us is None and clock() < deadline:
                 for entry in feed.get(deadline - clock()):

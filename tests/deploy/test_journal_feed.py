@@ -89,3 +89,32 @@ def test_wake_ends_a_wait_for_entries_without_inventing_one() -> None:
     finally:
         systemd.release.set()
         feed.stop()
+
+
+class LateNotification:
+    """journald has written the ready line, but its followers hear of it only in the next batch."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.journal_calls: list[str | None] = []
+
+    def follow(self, cursor: str | None = None) -> Iterator[Entry]:
+        yield Entry("c1", "Started x.service.")
+        self.release.wait(120)
+
+    def journal(self, cursor: str | None = None) -> list[Entry]:
+        self.journal_calls.append(cursor)
+        return [Entry("c2", "The server is fired up and ready to roll!")] if cursor == "c1" else []
+
+
+@pytest.mark.timeout(30)
+def test_read_now_finds_what_the_follower_has_not_heard_of_yet() -> None:
+    systemd = LateNotification()
+    feed = JournalFeed(systemd, cursor="c0")
+    try:
+        assert [e.message for e in feed.get(10)] == ["Started x.service."]
+        assert [e.message for e in feed.read_now()] == ["The server is fired up and ready to roll!"]
+        assert systemd.journal_calls == ["c1"]  # read from where the follower had got to
+    finally:
+        systemd.release.set()
+        feed.stop()
