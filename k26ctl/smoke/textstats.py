@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import zlib
-from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -199,32 +198,67 @@ def tandem_repeats(text: str, max_period: int = 160, min_copies: float = 2.0) ->
     """Maximal periodic stretches with a primitive unit of 2..max_period characters.
 
     Period 1 is left to `char_runs`. A stretch counts when text[i] == text[i + p] holds for at least
-    (min_copies - 1) * p consecutive positions. Each character becomes a one- or two-byte code, and for
-    every period the text is compared with itself shifted by p in one big-integer XOR: the zero codes
-    are the equal positions, and a bytes search finds their runs. The work per period is in C (a few
+    (min_copies - 1) * p consecutive positions. Each character becomes a one-byte code, and for every
+    period the text is compared with itself shifted by p in one big-integer XOR: the zero bytes are the
+    equal positions, and a bytes search finds their runs. The work per period is in C (a few
     microseconds for a 600-character text); the periods that need many equal positions are tried only
-    where an aligned block of the text recurs (`_periods_to_try`).
+    where an aligned block of the text recurs (`_periods_to_try`). Beyond Latin-1 a code stands for
+    several characters, so a run found with such codes is checked against the text itself.
     """
     n = len(text)
     top = min(max_period, n // 2)
-    codes, width = _char_codes(text)
+    codes, exact = _char_codes(text)
     whole = int.from_bytes(codes, "big")
+    needed = _needs(min_copies, max_period)
     found: list[Repeat] = []
     for p in _periods_to_try(text, top, min_copies):
-        need = _equal_positions_needed(p, min_copies)
-        # Unit k of the XOR is codes[k] ^ codes[k - p] for k >= p; the first p units keep their own
-        # (non-zero) codes, so a zero run never starts before p and position k stands for k - p.
-        diff = (whole ^ (whole >> (8 * width * p))).to_bytes(width * n, "big")
-        equal = diff if width == 1 else _zero_codes(diff, width)
-        zeros = _zero_bytes(need)
+        need, zeros = needed[p]
+        # Byte k of the XOR is codes[k] ^ codes[k - p] for k >= p (the first p bytes keep their own
+        # codes and are never searched): position k stands for k - p.
+        equal = (whole ^ (whole >> (8 * p))).to_bytes(n, "big")
         if zeros not in equal:
             continue  # no stretch of `need` equal positions at this period
         for run in _zero_runs(need).finditer(equal, p):
-            start, stop = run.start() - p, run.end() - p
-            unit = text[start : start + p]
-            if (unit + unit).find(unit, 1) == p:  # primitive: not a repeat of a shorter unit
-                found.append(Repeat(start, stop + p, p, unit))
+            first, last = run.span()
+            if exact or text[first:last] == text[first - p : last - p]:
+                spans: Iterable[tuple[int, int]] = ((first, last),)
+            else:
+                spans = _equal_runs(text, p, first, last, need)
+            for first, last in spans:
+                start = first - p
+                unit = text[start:first]
+                if (unit + unit).find(unit, 1) == p:  # primitive: not a repeat of a shorter unit
+                    found.append(Repeat(start, last, p, unit))
     return found
+
+
+def _char_codes(text: str) -> tuple[bytes, bool]:
+    """One byte per character, equal for equal characters, and whether different characters always get
+    different bytes. A Latin-1 text is its own encoding (ASCII known from a flag of the string, with no
+    scan); any other text gets the low byte of each code point, in C."""
+    if text.isascii():
+        return text.encode("ascii"), True
+    try:
+        return text.encode("latin-1"), True
+    except UnicodeEncodeError:
+        return text.encode("utf-32-le", "surrogatepass")[::4], False
+
+
+def _equal_runs(text: str, period: int, first: int, last: int, need: int) -> list[tuple[int, int]]:
+    """The maximal runs of `need` or more positions k in first..last-1 with text[k] == text[k - period]."""
+    runs: list[tuple[int, int]] = []
+    begin = -1
+    for k in range(first, last):
+        if text[k] == text[k - period]:
+            if begin < 0:
+                begin = k
+        elif begin >= 0:
+            if k - begin >= need:
+                runs.append((begin, k))
+            begin = -1
+    if begin >= 0 and last - begin >= need:
+        runs.append((begin, last))
+    return runs
 
 
 _BLOCK = 8
@@ -264,48 +298,26 @@ def _block_recurrences(text: str, limit: int) -> set[int] | None:
     """
     distances: set[int] = set()
     finds = 0
+    find = text.find
     for start in range(0, len(text) - _BLOCK + 1, _BLOCK):
         block = text[start : start + _BLOCK]
-        end = min(len(text), start + limit + _BLOCK)
-        pos = text.find(block, start + 1, end)
+        end = start + limit + _BLOCK  # (str.find stops at the text's end)
+        pos = find(block, start + 1, end)
         while pos >= 0:
             finds += 1
             if finds > _MAX_BLOCK_FINDS:
                 return None
             distances.add(pos - start)
-            pos = text.find(block, pos + 1, end)
+            pos = find(block, pos + 1, end)
     return distances
 
 
-@lru_cache(maxsize=256)
-def _zero_bytes(count: int) -> bytes:
-    return bytes(count)
-
-
-def _char_codes(text: str) -> tuple[bytes, int]:
-    """Each distinct character numbered from 1 (so equal characters get equal codes), one byte per
-    character when there are fewer than 256 distinct ones, else two. Only equality and non-zero codes
-    matter, so a Latin-1 text without NUL is simply encoded (no per-character Python step)."""
-    if "\x00" not in text and (not text or max(text) <= "\xff"):
-        # Latin-1 (ASCII included) without NUL: the encoding itself numbers the characters from 1.
-        return text.encode("latin-1"), 1
-    numbering = {ch: i for i, ch in enumerate(dict.fromkeys(text), start=1)}
-    if len(numbering) < 256:
-        return bytes(map(numbering.__getitem__, text)), 1
-    if len(numbering) < 1 << 16:
-        return array("H", map(numbering.__getitem__, text)).tobytes(), 2
-    return array("L", map(numbering.__getitem__, text)).tobytes(), array("L").itemsize
-
-
-def _zero_codes(diff: bytes, width: int) -> bytes:
-    """One byte per position, zero where the two codes were equal."""
-    if width == 1:
-        return diff
-    size = len(diff) // width
-    merged = 0
-    for k in range(width):
-        merged |= int.from_bytes(diff[k::width], "big")
-    return merged.to_bytes(size, "big")
+@lru_cache(maxsize=16)
+def _needs(min_copies: float, max_period: int) -> tuple[tuple[int, bytes], ...]:
+    """For each period up to max_period (the index): the equal positions a stretch needs, and that many
+    zero bytes (looked up once per text instead of computed per period)."""
+    needs = [_equal_positions_needed(p, min_copies) for p in range(max_period + 1)]
+    return tuple((need, bytes(need)) for need in needs)
 
 
 @lru_cache(maxsize=256)

@@ -3,6 +3,7 @@ exactly what they matched before."""
 
 from __future__ import annotations
 
+import random
 import sys
 
 import regex
@@ -103,3 +104,51 @@ def test_single_spacing_by_split_equals_the_substitution() -> None:
     samples += ["".join(pick.choice(alphabet) for _ in range(pick.randint(0, 12))) for _ in range(20_000)]
     for text in samples:
         assert _single_spaced(text) == re.sub(r"\s+", " ", text).rstrip(), repr(text)
+
+
+def _tandem_by_hand(text: str, max_period: int, min_copies: float) -> list[tuple[int, int, int, str]]:
+    """tandem_repeats' definition, character by character (slow, plain)."""
+    found = []
+    for p in range(2, min(max_period, len(text) // 2) + 1):
+        need = max(int((min_copies - 1) * p), 1)
+        k = p
+        while k < len(text):
+            if text[k] != text[k - p]:
+                k += 1
+                continue
+            begin = k
+            while k < len(text) and text[k] == text[k - p]:
+                k += 1
+            unit = text[begin - p : begin]
+            if k - begin >= need and (unit + unit).find(unit, 1) == p:
+                found.append((begin - p, k, p, unit))
+    return found
+
+
+def test_tandem_repeats_beyond_latin_1_finds_only_equal_characters() -> None:
+    # Beyond Latin-1 the search codes a character by the low byte of its code point: these characters
+    # all share a code with another one (0x00: NUL, U+0100, U+4E00, U+1F600, a lone surrogate; 0x01;
+    # 0x41: "A", U+0141, U+4E41), so repeats of codes that are not repeats of characters must go.
+    groups = ["\x00\u0100\u4e00\U0001f600\ud800", "\x01\u4e01", "A\u0141\u4e41", " ", "b"]
+    alphabet = "".join(groups)
+    partner = {ch: group for group in groups for ch in group}
+    rng = random.Random(26)
+    for _ in range(600):
+        unit = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        chars = list(unit * rng.randint(1, 6))
+        for _ in range(rng.randint(0, 3)):  # a character swapped for one with the same code
+            k = rng.randrange(len(chars))
+            chars[k] = rng.choice(partner[chars[k]])
+        noise = lambda: "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))  # noqa: E731
+        text = noise() + "".join(chars) + noise()
+        for max_period, min_copies in ((160, 2.0), (6, 3.0)):
+            got = [
+                (r.start, r.end, r.period, r.unit)
+                for r in textstats.tandem_repeats(text, max_period, min_copies)
+            ]
+            assert got == _tandem_by_hand(text, max_period, min_copies), repr(text)
+    # the codes 00 01 00 01 repeat, the characters do not
+    assert textstats.tandem_repeats("\u4e00\u4e01\u0100\u0101") == []
+    assert [(r.start, r.end, r.unit) for r in textstats.tandem_repeats("\u4e00\u4e01\u4e00\u4e01")] == [
+        (0, 4, "\u4e00\u4e01")
+    ]
