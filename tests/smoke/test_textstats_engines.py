@@ -152,3 +152,21 @@ def test_tandem_repeats_beyond_latin_1_finds_only_equal_characters() -> None:
     assert [(r.start, r.end, r.unit) for r in textstats.tandem_repeats("\u4e00\u4e01\u4e00\u4e01")] == [
         (0, 4, "\u4e00\u4e01")
     ]
+
+
+def test_visible_of_an_ascii_text_removes_what_the_pattern_removes() -> None:
+    every_ascii = "".join(map(chr, range(128)))
+    for text in (every_ascii, "  indented\tcode\r\n\x0b\x0c x\x1cy  ", ""):
+        assert textstats.visible(text) == textstats._HIDDEN_OR_BLANK.sub("", text)
+
+
+def test_char_runs_prefilter_never_hides_a_run() -> None:
+    # characters with the same low byte of their code point share a code in the prefilter
+    alphabet = "a\x00\u0100\u4e00\U0001f600\u0161\u4e61 "
+    rng = random.Random(5)
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) * rng.choice((1, 1, 2, 3, 5)) for _ in range(rng.randint(0, 12)))
+        for count in (2, 3, 5):
+            pattern = textstats._same_char_run(count - 1)
+            expected = [(m.group(1), m.start(), m.end() - m.start()) for m in pattern.finditer(text)]
+            assert [(r.char, r.start, r.count) for r in textstats.char_runs(text, count)] == expected
