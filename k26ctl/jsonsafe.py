@@ -71,6 +71,7 @@ def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise
     except ValueError as exc:
         raise JSONRefused(str(exc)) from None
-    if depth(value, max_depth) > max_depth:
+    # each level opens a bracket: a document with no more brackets than the limit is not walked
+    if data.count("{") + data.count("[") > max_depth and depth(value, max_depth) > max_depth:
         raise JSONRefused(f"nested deeper than {max_depth} levels")
     return value
