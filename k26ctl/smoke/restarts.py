@@ -86,7 +86,10 @@ _NUMBERED = re.compile(
 
 
 # Every number _NUMBERED can read (1 to 3 digits after a non-digit, then its punctuation), and more.
-_ITEM_NUMBER = re.compile(r"(?<!\d)(\d{1,3})\s*[.):\uff0e\u3001]")
+# An item number of 1-3 digits not preceded by a digit (r"(?<!\d)(\d{1,3})\s*[.):\uff0e\u3001]"), written
+# to start with its first digit, so that the engine skips to digits instead of trying the look-behind
+# at every position; the look-behind, moved after that digit, checks the character before it.
+_ITEM_NUMBER = re.compile(r"(\d(?<!\d\d)\d{0,2})\s*[.):\uff0e\u3001]")
 
 
 @dataclass(frozen=True)

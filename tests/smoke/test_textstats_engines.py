@@ -4,11 +4,12 @@ exactly what they matched before."""
 from __future__ import annotations
 
 import random
+import re
 import sys
 
 import regex
 
-from k26ctl.smoke import textstats, wordstats
+from k26ctl.smoke import restarts, textstats, wordstats
 from k26ctl.smoke.wordsignals import _MARKUP, _MARKUP_WITHOUT_EMAIL, blank_markup
 
 
@@ -170,3 +171,14 @@ def test_char_runs_prefilter_never_hides_a_run() -> None:
             pattern = textstats._same_char_run(count - 1)
             expected = [(m.group(1), m.start(), m.end() - m.start()) for m in pattern.finditer(text)]
             assert [(r.char, r.start, r.count) for r in textstats.char_runs(text, count)] == expected
+
+
+def test_item_number_pattern_led_by_a_digit_matches_what_the_look_behind_one_did() -> None:
+    original = re.compile(r"(?<!\d)(\d{1,3})\s*[.):\uff0e\u3001]")
+    rng = random.Random(11)
+    alphabet = "0123456789 .):\uff0e\u3001a\n\u0663"  # (U+0663: an Arabic-Indic digit, \d too)
+    samples = ["1. one\n2) two\n10: ten\n1234. no\nv2.0 and 3.14", "\u0661\u3001 x \u0662\uff0e y"]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16))) for _ in range(20000)]
+    for text in samples:
+        expected = [(m.group(1), m.span()) for m in original.finditer(text)]
+        assert [(m.group(1), m.span()) for m in restarts._ITEM_NUMBER.finditer(text)] == expected
