@@ -461,7 +461,10 @@ _ABBREVIATION = re.compile(
 # Letters glued to a number ("500g", "3x", "10ml") are units, not words.
 _VOWEL = re.compile("[aeiouyAEIOUY]")
 _TRIPLED = re.compile(r"([a-z])\1\1")
-_LATIN_WORD = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
+# Latin words not glued to a letter or digit before them, once written with a leading look-behind
+# (r"(?<![0-9A-Za-z])[A-Za-z]+(?:['\u2019][A-Za-z]+)?"): led by their first letter, so that the engine
+# skips to letters; the look-behind after that letter checks the character before it.
+_LATIN_WORD = re.compile(r"[A-Za-z](?<![0-9A-Za-z][A-Za-z])[A-Za-z]*(?:['\u2019][A-Za-z]+)?")
 
 
 def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:

@@ -9,7 +9,7 @@ import sys
 
 import regex
 
-from k26ctl.smoke import restarts, textstats, wordstats
+from k26ctl.smoke import detectors, restarts, textstats, wordstats
 from k26ctl.smoke.wordsignals import _MARKUP, _MARKUP_WITHOUT_EMAIL, blank_markup
 
 
@@ -182,3 +182,14 @@ def test_item_number_pattern_led_by_a_digit_matches_what_the_look_behind_one_did
     for text in samples:
         expected = [(m.group(1), m.span()) for m in original.finditer(text)]
         assert [(m.group(1), m.span()) for m in restarts._ITEM_NUMBER.finditer(text)] == expected
+
+
+def test_latin_word_pattern_led_by_a_letter_matches_what_the_look_behind_one_did() -> None:
+    original = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]+(?:['\u2019][A-Za-z]+)?")
+    rng = random.Random(12)
+    alphabet = "abZ09 '\u2019-_\n\u00e9\u0430"
+    samples = ["don't x86 a1b2 O\u2019Neil's rock'n'roll 3x 500g caf\u00e9s _id"]
+    samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16))) for _ in range(20000)]
+    for text in samples:
+        expected = [(m.group(), m.span()) for m in original.finditer(text)]
+        assert [(m.group(), m.span()) for m in detectors._LATIN_WORD.finditer(text)] == expected
