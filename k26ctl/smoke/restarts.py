@@ -104,7 +104,8 @@ class EnumerationRestart:
 
 def _content_words(item: str) -> set[str]:
     """Content words of an item; character pairs for CJK text."""
-    item = LINK.sub(" ", item)
+    if may_hold_link(item):
+        item = LINK.sub(" ", item)
     if wide_count(item) >= 0.5 * max(len(item.strip()), 1):
         chars = [ch for ch in item if ch.isalnum()]
         return {a + b for a, b in itertools.pairwise(chars)}
