@@ -13,6 +13,7 @@ from typing import NoReturn
 import typer
 
 from k26ctl import __version__
+from k26ctl.cli.lean_imports import keep_unused_imports_out
 from k26ctl.errors import ExitCode, K26Error
 
 # Each module exposes `register(app)`; keep this list in help order.
@@ -160,6 +161,7 @@ def entry() -> NoReturn:
     When main() ends, the work is done, connections are closed and the outcome is printed. The
     interpreter's own teardown would add 0.1-0.25 s, and it puts SIGINT back to the default action
     early on: a second Ctrl-C landing there killed the process by the signal, not with exit 130."""
+    keep_unused_imports_out()
     try:
         main()
         status = 0

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from k26ctl.remote.deferred_import import defer_import
+from k26ctl.deferred_import import defer_import
 
 defer_import("invoke")  # before paramiko, which imports it only for `Match exec` in ~/.ssh/config
 

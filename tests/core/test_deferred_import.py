@@ -39,7 +39,7 @@ def test_a_module_already_imported_or_missing_is_left_alone() -> None:
     out = _run(
         "import json, sys\n"
         "import invoke\n"
-        "from k26ctl.remote.deferred_import import defer_import\n"
+        "from k26ctl.deferred_import import defer_import\n"
         "real = sys.modules['invoke']\n"
         "defer_import('invoke')\n"
         "defer_import('k26ctl_no_such_module')\n"
@@ -52,7 +52,7 @@ def test_a_module_already_imported_or_missing_is_left_alone() -> None:
 def test_the_stand_in_becomes_the_real_module_on_first_use() -> None:
     out = _run(
         "import json, sys\n"
-        "from k26ctl.remote.deferred_import import defer_import\n"
+        "from k26ctl.deferred_import import defer_import\n"
         "defer_import('invoke')\n"
         "import invoke\n"
         "stand_in = type(invoke).__name__\n"
