@@ -26,32 +26,58 @@ from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 
 # Prints where `sglang` would be imported from, without importing it (find_spec on a top-level
-# name only searches sys.path), and the installed version when package metadata exists.
+# name only searches sys.path), and the version of that tree. The version comes from the tree's own
+# files first: the `sglang-*.dist-info` beside it (a wheel install), then its generated `_version.py`
+# or `version.py`; importlib.metadata (slow: it scans every path entry, and all of them when sglang
+# has no metadata) only when neither says, as in an editable install whose metadata is elsewhere.
 _LOCATE = r"""
-import importlib.util, json, sys
+import importlib.util, json, os, sys
 sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 spec = importlib.util.find_spec("sglang")
 root = None
 if spec is not None:
     locations = list(spec.submodule_search_locations or [])
     root = locations[0] if locations else None
-version = None
-try:
-    import importlib.metadata as md
-    version = md.version("sglang")
-except Exception:
-    pass
-if version is None and root is not None:
-    import os, re
+
+def beside(root):
+    parent = os.path.dirname(root)
+    try:
+        names = [n for n in os.listdir(parent) if n.lower().startswith("sglang-")
+                 and n.endswith(".dist-info") and "-" not in n[len("sglang-"):-len(".dist-info")]]
+    except OSError:
+        return None
+    if len(names) != 1:
+        return None
+    try:
+        with open(os.path.join(parent, names[0], "METADATA"), encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip() or None
+                if not line.strip():
+                    return None
+    except OSError:
+        return None
+    return None
+
+def in_tree(root):
+    import re
     for name in ("_version.py", "version.py"):
         try:
             with open(os.path.join(root, name), encoding="utf-8") as handle:
-                found = re.search(r"^__version__\s*=\s*[\"']([^\"']+)", handle.read(), re.M)
+                found = re.search(r"^__version__\s*=\s*(?:\w+\s*=\s*)*[\"']([^\"']+)", handle.read(), re.M)
         except OSError:
             continue
         if found:
-            version = found.group(1)
-            break
+            return found.group(1)
+    return None
+
+version = (beside(root) or in_tree(root)) if root is not None else None
+if version is None:
+    try:
+        import importlib.metadata as md
+        version = md.version("sglang")
+    except Exception:
+        pass
 print(json.dumps({"root": root, "version": version, "python": sys.version.split()[0]}))
 """
 

@@ -88,6 +88,33 @@ def test_find_package_root_through_the_unit_environment(
     assert find_package_root(host, override) == "/x/sglang"
 
 
+def _located_version(host: RecordingHost, tree: Path) -> str | None:
+    profile = Profile.model_validate(
+        {"sglang": {"python": sys.executable}, "service": {"environment": {"PYTHONPATH": str(tree.parent)}}}
+    )
+    return locate_sglang(host, profile).version
+
+
+def test_the_version_comes_from_the_tree_that_is_imported(tree: Path, host: RecordingHost) -> None:
+    # setuptools-scm writes a chained assignment into _version.py (SGLang's wheels and editable installs)
+    (tree / "_version.py").write_text("version: str\n__version__ = version = '0.5.23'\n")
+    assert _located_version(host, tree) == "0.5.23"
+    (tree / "_version.py").unlink()
+    (tree / "version.py").write_text('__version__ = "0.5.15"\n')
+    assert _located_version(host, tree) == "0.5.15"
+    # the wheel's metadata beside the tree says more than a file inside it
+    dist = tree.parent / "sglang-0.5.16.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.4\nName: sglang\nVersion: 0.5.16\n\nbody\n")
+    (tree.parent / "sglang_router-0.3.2.dist-info").mkdir()  # another package's metadata is not sglang's
+    assert _located_version(host, tree) == "0.5.16"
+    # two metadata directories beside it (a broken upgrade): neither is trusted, the tree's file is
+    second = tree.parent / "sglang-0.5.17.dist-info"
+    second.mkdir()
+    (second / "METADATA").write_text("Metadata-Version: 2.4\nName: sglang\nVersion: 0.5.17\n")
+    assert _located_version(host, tree) == "0.5.15"
+
+
 def test_locating_fails_clearly(host: RecordingHost, tmp_path: Path) -> None:
     empty = Profile.model_validate(
         {"sglang": {"python": sys.executable}, "service": {"environment": {"PYTHONPATH": str(tmp_path)}}}
