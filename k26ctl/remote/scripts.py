@@ -29,6 +29,8 @@ sha256sum -- "$1" | cut -d' ' -f1
 
 # $1 path, $2 temp path (same directory), $3 expected sha256, $4 backup path or "", $5 octal mode or ""
 # stdin: the new content. The rename happens only after the whole content arrived and was fsynced.
+# Prints what it did: "unchanged" (the file already holds that content and mode; nothing written),
+# "created" or "replaced" (then the backup, if asked for, was made).
 WRITE = r"""
 set -eu
 path=$1 tmp=$2 want=$3 backup=$4 mode=$5
@@ -37,6 +39,12 @@ trap 'exit 143' HUP INT TERM
 # a client that died leaves closed pipes: report by exit status, not by dying of SIGPIPE (which
 # would skip the cleanup above)
 trap '' PIPE
+if [ -f "$path" ] && [ "$(sha256sum -- "$path" | cut -d' ' -f1)" = "$want" ] &&
+  { [ -z "$mode" ] || [ "$(stat -c %a -- "$path")" = "$mode" ]; }; then
+  cat > /dev/null
+  echo unchanged
+  exit 0
+fi
 umask 077
 cat > "$tmp"
 got=$(sha256sum -- "$tmp" | cut -d' ' -f1)
@@ -44,7 +52,9 @@ if [ "$got" != "$want" ]; then
   echo "k26ctl: upload of $path incomplete (checksum mismatch); old file left as it was" >&2
   exit 65
 fi
+outcome=created
 if [ -e "$path" ]; then
+  outcome=replaced
   chown --reference="$path" -- "$tmp" 2>/dev/null || true
   chmod --reference="$path" -- "$tmp"
   if [ -n "$backup" ]; then
@@ -58,6 +68,7 @@ sync -- "$tmp"
 mv -f -- "$tmp" "$path"
 trap - EXIT
 sync -- "$(dirname -- "$path")" 2>/dev/null || true
+echo "$outcome"
 """
 
 # $1 lock file, $2 info file, $3 holder text, $4 wait seconds ("0": do not wait), $5 lease seconds

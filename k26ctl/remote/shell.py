@@ -221,20 +221,22 @@ class ShellHost(Host):
         if not path.startswith("/"):
             raise ValueError(f"write_file_atomic needs an absolute path, got {path!r}")
         digest = hashlib.sha256(data).hexdigest()
-        current = self.stat(path, sudo=sudo)
-        if current is not None and current[3] == digest and (mode is None or current[0] == mode):
-            return WriteResult(path=path, changed=False, backup_path=None, sha256=digest)
         directory, base = os.path.split(path)
         tmp = f"{directory}/.{base}.k26ctl-tmp-{secrets.token_hex(4)}"
         backup_path = None
-        if backup and current is not None:
+        if backup:  # made by the script only when it replaces an existing file
             stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
             backup_path = f"{path}.k26ctl-backup-{stamp}"
+        # One round trip: the script itself leaves a file that already holds the content alone.
         argv = scripts.sh(scripts.WRITE, path, tmp, digest, backup_path or "", f"{mode:o}" if mode else "")
         res = self.run(argv, sudo=sudo, stdin=data)
         if not res.ok:
             raise _command_error(self.name, ["write", path], res.returncode, res.stderr)
-        return WriteResult(path=path, changed=True, backup_path=backup_path, sha256=digest)
+        outcome = (res.stdout.split() or [""])[-1]
+        if outcome == "unchanged":
+            return WriteResult(path=path, changed=False, backup_path=None, sha256=digest)
+        kept = backup_path if outcome == "replaced" else None
+        return WriteResult(path=path, changed=True, backup_path=kept, sha256=digest)
 
     # ---- lock -------------------------------------------------------------------------------
 
