@@ -27,6 +27,7 @@ from k26ctl.deploy.restore import restore_snapshot
 from k26ctl.deploy.session import (
     Connect,
     DeployRun,
+    EarlyConnection,
     Snapshot,
     copy_path,
     now_iso,
@@ -65,6 +66,8 @@ def deploy(
     result: DeployResult | None = None
     unit_check: Future[ValidationReport] | None = None
     service: DeployRun | None = None
+    # The connection needs only the host's address: it is opened while the profile is validated.
+    early = EarlyConnection(profile, accept_new_host_key=opts.accept_new_host_key, connect=connect)
     try:
         with log.step("validate", "validating the profile"):
             ensure_valid(profile, systemd=False)
@@ -79,7 +82,7 @@ def deploy(
             desired_unit=desired,
             accept_new_host_key=opts.accept_new_host_key,
             lock_wait=opts.lock_wait,
-            connect=connect,
+            connect=early.connect,
         ) as run:
             service = run
             unit_check.result()  # a unit systemd rejects stops the run before anything is read
@@ -100,6 +103,7 @@ def deploy(
             unit_check.result()  # a unit systemd rejects is reported first, even if the host is not
         raise
     finally:
+        early.discard()  # a connection the run never took (it stopped before) is closed
         if result is not None:
             result.steps = log.steps
             result.wall_seconds = time.monotonic() - started

@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -28,6 +29,7 @@ from k26ctl.remote import connect as remote_connect
 from k26ctl.remote.base import Host
 from k26ctl.remote.systemd import Systemd
 from k26ctl.render import unit_name, unit_path
+from k26ctl.threads import in_thread
 
 # How a run reaches its host: `k26ctl.remote.connect` unless a caller passes another (tests pass a fake).
 Connect = Callable[..., Host]
@@ -80,6 +82,40 @@ class DeployRun:
             with self.log.step("facts", message):
                 self.facts = gather_facts(self.host, self.systemd, self.profile, self.unit_path)
         return self.facts
+
+
+class EarlyConnection:
+    """The host's connection, opened in the background while local work (validation) goes on.
+
+    Its `connect` is what `open_service` calls: it waits for the connection and hands it over, and a
+    failure to connect surfaces there, after the local work, as it would have without the head start.
+    Connecting reads and changes nothing on the host. `discard` closes a connection nobody took, now or
+    whenever it completes (a run that stopped at validation does not wait for a slow host)."""
+
+    def __init__(self, profile: Profile, *, accept_new_host_key: bool, connect: Connect | None) -> None:
+        opener = connect or remote_connect
+        self._taken = False
+        self._mutex = threading.Lock()
+        self._future: Future[Host] = in_thread(
+            lambda: opener(profile, accept_new_host_key=accept_new_host_key), name="k26ctl-connect"
+        )
+
+    def connect(self, profile: Profile, **_: Any) -> Host:
+        with self._mutex:
+            self._taken = True
+        return self._future.result()
+
+    def discard(self) -> None:
+        with self._mutex:
+            if self._taken:
+                return
+            self._taken = True
+        self._future.add_done_callback(_close_if_connected)
+
+
+def _close_if_connected(future: Future[Host]) -> None:
+    if future.exception() is None:
+        future.result().close()
 
 
 @contextmanager

@@ -4,6 +4,8 @@ pipeline, plan, readiness loop and history code, with no root, no nspawn and no 
 from __future__ import annotations
 
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -12,7 +14,7 @@ import pytest
 from k26ctl.deploy import DeployOptions, DeployResult, deploy, rollback
 from k26ctl.deploy.connection import ConnectionLostError
 from k26ctl.deploy.history import history_path, parse_history
-from k26ctl.errors import ExitCode, Interrupted, UsageError
+from k26ctl.errors import ConfigError, ExitCode, Interrupted, UnreachableError, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
 from k26ctl.remote.base import CommandResult
 from k26ctl.remote.fake import FakeHost
@@ -171,3 +173,38 @@ def test_rollback_restores_the_unit_before_the_last_change(rig: Rig) -> None:
     assert result.exit_code == ExitCode.OK, result.message
     assert rig.unit_on_host(first) == render_unit(first.profile)
     assert rig.history(first) == ["deploy", "deploy", "rollback"]
+
+
+def test_the_connection_opens_while_the_profile_is_validated_and_a_bad_profile_still_wins(
+    rig: Rig,
+) -> None:
+    """The host is connected in the background during validation; a profile that fails validation
+    is reported at once (not after a slow host answers), and the connection opened meanwhile is
+    closed once it completes. A host that cannot be reached is reported only for a valid profile."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow_connect(profile: object, **_: object) -> FakeHost:
+        started.set()
+        release.wait(10)
+        return rig.host
+
+    bad = rig.load("sglang.extra_args=['--speculative-d', 'x']")
+    with pytest.raises(ConfigError, match="flags/ambiguous"):
+        deploy(bad, DeployOptions(yes=True, smoke=False), connect=slow_connect)
+    assert started.is_set() and not rig.host.closed and rig.host.executed == []
+    release.set()
+    for _ in range(100):
+        if rig.host.closed:
+            break
+        time.sleep(0.02)
+    assert rig.host.closed, "the connection nobody took was left open"
+    assert rig.host.executed == [], "validation failed, yet something ran on the host"
+
+    def unreachable(profile: object, **_: object) -> FakeHost:
+        raise UnreachableError("fake host: no route", "check the address")
+
+    with pytest.raises(ConfigError):
+        deploy(bad, DeployOptions(yes=True, smoke=False), connect=unreachable)
+    with pytest.raises(UnreachableError):
+        deploy(rig.load(), DeployOptions(yes=True, smoke=False), connect=unreachable)
