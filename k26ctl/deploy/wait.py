@@ -25,6 +25,7 @@ from k26ctl.deploy.journal_scan import LoadProgress
 from k26ctl.deploy.readiness import Outcome, OutcomeKind, ProbeResult, ReadinessMachine, UnitState
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
+from k26ctl.threads import in_thread
 
 UNIT_PROPS = ("ActiveState", "SubState", "NRestarts", "MainPID", "ExecMainStatus", "Result")
 UNIT_CHECK_INTERVAL = 1.0
@@ -325,11 +326,10 @@ def wait_ready(
                     if key != last_reported:
                         last_reported = key
                         on_progress(_progress(machine, gpu.memory, phase, elapsed, expected_load_seconds))
-        if (
-            machine.outcome is not None
-            and machine.outcome.kind is OutcomeKind.READY
-            and machine.ready_ts_us is None
-        ):
+        ready = machine.outcome is not None and machine.outcome.kind is OutcomeKind.READY
+        if ready:
+            gpu.start_final_sample()  # nvidia-smi is slow: it runs while the ready line is read
+        if ready and machine.ready_ts_us is None:
             # Ready by probe before the ready line arrived: collect it for the load-time measurement.
             # journald writes an entry at once but wakes its followers in batches (about 0.25 s), so
             # one direct read usually finds it; the follower is the fallback.
@@ -339,8 +339,8 @@ def wait_ready(
             while machine.ready_ts_us is None and clock() < deadline:
                 for entry in feed.get(deadline - clock()):
                     machine.on_journal(entry.message, clock(), timestamp_us=entry.timestamp_us)
-        if machine.outcome is not None and machine.outcome.kind is OutcomeKind.READY:
-            gpu.final_sample()
+        if ready:
+            gpu.finish_final_sample()
     finally:
         feed.stop()
         # Never wait for a probe still hanging on the server: closing the forward breaks it.
@@ -426,6 +426,7 @@ class _GpuSampler:
         self._pending: Future[list[GpuMemory] | None] | None = None
         self._next = 0.0
         self._available = True
+        self._final: Future[list[GpuMemory] | None] | None = None
 
     def tick(self, now: float) -> None:
         if not self._available:
@@ -444,12 +445,17 @@ class _GpuSampler:
             self._next = now + SAMPLE_INTERVAL
             self._pending = self._pool.submit(read_gpu_memory, self._host)
 
-    def final_sample(self) -> None:
-        """What the ready server holds: the figure the next load is measured against."""
-        if not self._available:
+    def start_final_sample(self) -> None:
+        """What the ready server holds: the figure the next load is measured against. Its own thread:
+        a periodic sample may still be running in the pool."""
+        if self._available:
+            self._final = in_thread(read_gpu_memory, self._host, name="k26ctl-gpu-final")
+
+    def finish_final_sample(self, timeout: float = 30.0) -> None:
+        if self._final is None:
             return
         try:
-            sample = read_gpu_memory(self._host)
+            sample = self._final.result(timeout=timeout)
         except Exception:
             return
         if sample is not None:
