@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,8 @@ DDTREE = ["--speculative-algorithm", "DDTREE", "--speculative-dflash-block-size"
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LabServer]]:
     """Started together to overlap their start-up: main (DDTree budget 7, reasoning parser, metrics,
-    API key), plain (no metrics), broken (budget 16 unpatched) and fixed (budget 16 over a patched
-    tree found on PYTHONPATH)."""
+    API key), plain (no metrics, /health without generation), broken (budget 16 unpatched) and fixed
+    (budget 16 over a patched tree found on PYTHONPATH)."""
     tmp = tmp_path_factory.mktemp("http")
     patched = patched_tree(tmp / "patched")
     common = ["--served-model-name", "k26lab-tiny", "--reasoning-parser", "kimi_k2"]
@@ -47,7 +48,10 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, LabS
             ],
             wait_ready=False,
         ),
-        "plain": start_lab_server(tmp, common, wait_ready=False),
+        # as a unit that sets it: /health answers without generating
+        "plain": start_lab_server(
+            tmp, common, env={"SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION": "false"}, wait_ready=False
+        ),
         "broken": start_lab_server(
             tmp,
             [*common, *DDTREE, "--speculative-ddtree-budget", "16"],
@@ -102,6 +106,29 @@ def test_health_and_models(main: LabServer) -> None:
     models = httpx.get(main.url + "/v1/models", headers=AUTH, timeout=10).json()
     assert models["object"] == "list"
     assert models["data"][0]["id"] == "k26lab-tiny" and models["data"][0]["max_model_len"] == 2048
+
+
+def _timed_status(url: str) -> tuple[int, float]:
+    started = time.monotonic()
+    status = httpx.get(url, timeout=30).status_code
+    return status, time.monotonic() - started
+
+
+def test_health_looks_for_its_answer_once_a_second_as_sglang_s_does(
+    main: LabServer, servers: dict[str, LabServer]
+) -> None:
+    """SGLang's /health generates one token and checks for an answer after each second, so a 200 never
+    comes sooner than 1 s (http_server.py, health_generate); a readiness check built on the lab must
+    meet that floor. SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false makes /health answer without
+    generating; /health_generate still generates."""
+    for path in ("/health", "/health_generate"):
+        status, seconds = _timed_status(main.url + path)
+        assert status == 200 and seconds >= 1.0, (path, status, seconds)
+    plain = servers["plain"].url
+    quick, quick_seconds = _timed_status(plain + "/health")
+    generated, generated_seconds = _timed_status(plain + "/health_generate")
+    assert (quick, generated) == (200, 200) and generated_seconds >= 1.0
+    assert quick_seconds < generated_seconds - 0.5, (quick_seconds, generated_seconds)
 
 
 def test_a_single_model_is_retrieved_as_sglang_does(main: LabServer) -> None:

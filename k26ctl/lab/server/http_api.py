@@ -1,6 +1,8 @@
 """HTTP surface of the lab server with SGLang's paths and JSON shapes (stdlib http.server).
 
-/health and /health_generate (503 until ready, then a 1-token generation), /v1/models,
+/health and /health_generate (503 until ready, then a 1-token generation answered on a whole second
+after the request, at least 1 s, as SGLang's; /health answers at once with
+SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false), /v1/models,
 /v1/completions and /v1/chat/completions (also as SSE streams), native /generate (text or input_ids,
 output_ids, return_prompt_token_ids), /v1/tokenize (/tokenize), /server_info (/get_server_info),
 /metrics (with --enable-metrics), /flush_cache (400 while requests run or wait, as in SGLang).
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import queue
 import threading
@@ -37,6 +40,17 @@ class ApiError(Exception):
         self.kind = kind
 
 
+def _env_bool(name: str, default: bool) -> bool:
+    """SGLang's EnvBool: true/1/yes/y and false/0/no/n, any case; anything else keeps the default
+    here (SGLang refuses to start)."""
+    value = os.environ.get(name, "").lower()
+    if value in ("true", "1", "yes", "y"):
+        return True
+    if value in ("false", "0", "no", "n"):
+        return False
+    return default
+
+
 class LabState:
     """Everything the handlers share."""
 
@@ -55,6 +69,7 @@ class LabState:
         self._inflight_lock = threading.Lock()
         self.lab_info: dict[str, Any] = {}
         self.health_timeout = float(os.environ.get("K26LAB_HEALTH_TIMEOUT", "20"))
+        self.health_generates = _env_bool("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", True)
 
     def output_text(self, ids: list[int]) -> str:
         text = self.tokenizer.decode(ids)
@@ -288,8 +303,12 @@ class Handler(BaseHTTPRequestHandler):
         if not st.ready.is_set() or st.scheduler is None or st.draining.is_set():
             self._send(503, b"")
             return
+        if self.path.split("?")[0] == "/health" and not st.health_generates:
+            self._send(200, b"")
+            return
         gen = GenRequest([0], 1, set())
         st.scheduler.submit(gen)
+        asked = time.monotonic()
         try:
             for kind, _ in st.wait_events(gen, st.health_timeout):
                 if kind == "error":
@@ -299,6 +318,10 @@ class Handler(BaseHTTPRequestHandler):
             st.log(f"Health check failed: no answer from the scheduler within {st.health_timeout:g} s")
             self._send(503, b"")
             return
+        # SGLang looks for the answer once a second after asking (http_server.py, health_generate):
+        # a 200 never comes sooner than 1 s, and only on a whole second after the request.
+        seconds = max(1, math.ceil(time.monotonic() - asked))
+        time.sleep(max(0.0, asked + seconds - time.monotonic()))
         self._send(200, b"")
 
     def models(self) -> None:
