@@ -101,9 +101,10 @@ class EarlyConnection:
         )
 
     def connect(self, profile: Profile, **_: Any) -> Host:
+        host = self._future.result()  # a Ctrl-C here leaves it untaken: discard() then closes it
         with self._mutex:
             self._taken = True
-        return self._future.result()
+        return host
 
     def discard(self) -> None:
         with self._mutex:
