@@ -389,6 +389,10 @@ def _progress(
     if percent is not None and not (p is not None and p.percent < 100):
         # tqdm's record arrives at the end on a real host: the memory says more until then
         eta = memory.eta if phase != "probing" else None
+        if phase == "loading weights":
+            # Memory is an estimate: a sample can reach the last load's figure just before the line
+            # that ends the load arrives (journald wakes readers in batches); that line says "done".
+            percent = min(percent, 99)
         return Progress(
             percent,
             p.done if p else None,

@@ -45,3 +45,21 @@ def test_no_percentage_without_a_recorded_load() -> None:
     memory.add(4_000, 0.0)
     memory.add(50_000, 10.0)
     assert memory.percent is None and memory.eta is None and memory.latest_mib == 50_000
+
+
+def test_memory_at_the_last_figure_shows_99_until_the_load_end_line() -> None:
+    """A sample can reach the last load's figure just before the server's load-end line arrives
+    (journald wakes its readers in batches): the estimate stops at 99 %, the line says 100 %."""
+    from k26ctl.deploy.readiness import ReadinessMachine
+    from k26ctl.deploy.wait import _phase, _progress
+
+    machine = ReadinessMachine(start=0.0, timeout=600.0)
+    memory = MemoryProgress(target_mib=100_000)
+    memory.add(4_000, 1.0)
+    memory.add(100_000, 9.0)
+    phase = _phase(machine, memory)
+    shown = _progress(machine, memory, phase, 9.0, None)
+    assert (phase, shown.percent, shown.source) == ("loading weights", 99, "gpu-memory")
+    machine.on_journal("Load weight end. elapsed=8.1 s, type=Llama, avail mem=10 GB", 9.2)
+    phase = _phase(machine, memory)
+    assert (phase, _progress(machine, memory, phase, 9.2, None).percent) == ("warming up", 100)
