@@ -10,13 +10,6 @@ MISSING = 44  # exit code meaning "the file does not exist"
 INCOMPLETE = 65  # the upload's checksum did not match: the transfer was cut short
 LOCK_BUSY = 75
 
-# stat + checksum of a file, or MISSING
-PROBE = r"""
-[ -e "$1" ] || exit 44
-stat -c '%a %u %g' -- "$1" || exit 1
-sha256sum -- "$1" | cut -d' ' -f1
-"""
-
 READ = r"""
 [ -e "$1" ] || exit 44
 exec cat -- "$1"

@@ -198,17 +198,6 @@ class ShellHost(Host):
             raise _command_error(self.name, ["sha256sum", path], res.returncode, res.stderr)
         return res.stdout.strip()
 
-    def stat(self, path: str, *, sudo: bool = False) -> tuple[int, int, int, str] | None:
-        """(mode, uid, gid, sha256) of a file, or None when it does not exist."""
-        res = self.run(scripts.sh(scripts.PROBE, path), sudo=sudo)
-        if res.returncode == scripts.MISSING:
-            return None
-        if not res.ok:
-            raise _command_error(self.name, ["stat", path], res.returncode, res.stderr)
-        first, digest = res.stdout.strip().splitlines()[:2]
-        mode, uid, gid = first.split()
-        return int(mode, 8), int(uid), int(gid), digest.strip()
-
     def write_file_atomic(
         self,
         path: str,
