@@ -40,6 +40,9 @@ DEFAULT_SSH_CONFIG = "~/.ssh/config"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
 KEEPALIVE_SECONDS = 15
+# What paramiko raises when the connection under a call is gone (a reset, a closed socket, a dead
+# transport); EOFError comes from its packet writer when a send finds the socket broken.
+LINK_ERRORS = (paramiko.SSHException, OSError, EOFError)
 
 T = TypeVar("T")
 
@@ -198,7 +201,7 @@ class _ChannelProcess(Process):
     def _send_line(self, line: str) -> bool:
         try:
             self.channel.sendall(f"{line}\n".encode())
-        except (OSError, EOFError, paramiko.SSHException):
+        except LINK_ERRORS:
             return False
         return True
 
@@ -206,7 +209,7 @@ class _ChannelProcess(Process):
         _shielded(self._close_stdin)
 
     def _close_stdin(self) -> None:
-        with suppress(OSError, EOFError, paramiko.SSHException):
+        with suppress(*LINK_ERRORS):
             self.channel.shutdown_write()
 
     def wait(self, timeout: float | None = None) -> int | None:
@@ -231,7 +234,7 @@ class _ChannelProcess(Process):
         return self._stderr.decode("utf-8", "replace")
 
     def kill(self) -> None:
-        _shielded(self.channel.close)
+        _shielded(_close_channel, self.channel)
 
 
 class SSHHost(ShellHost):
@@ -334,7 +337,7 @@ class SSHHost(ShellHost):
                 f"{target.display}: authentication failed ({exc}; keys tried: {tried})",
                 "check User/IdentityFile in ~/.ssh/config or the profile's host.user/host.identity_file",
             ) from None
-        except (paramiko.SSHException, OSError, EOFError) as exc:
+        except LINK_ERRORS as exc:
             client.close()
             raise UnreachableError(
                 f"{target.display}: SSH handshake failed: {_describe(exc)}",
@@ -417,7 +420,7 @@ class SSHHost(ShellHost):
         try:
             channel = transport.open_session(timeout=open_timeout)
             channel.exec_command(command)
-        except (paramiko.SSHException, OSError, EOFError) as exc:
+        except LINK_ERRORS as exc:
             raise UnreachableError(f"{self.name}: SSH connection lost: {_describe(exc)}") from None
         return channel
 
@@ -454,7 +457,7 @@ class SSHHost(ShellHost):
             if channel.closed:
                 break
             if deadline is not None and time.monotonic() > deadline:
-                channel.close()
+                _close_channel(channel)
                 raise RemoteCommandError(
                     f"{self.name}: `{' '.join(argv[:3])}` timed out after {timeout:g} s",
                     "raise host.command_timeout or check the host",
@@ -466,7 +469,7 @@ class SSHHost(ShellHost):
         # -1: no exit status came back, either the command died of a signal (paramiko does not keep
         # which) or the connection itself is gone
         rc = channel.recv_exit_status() if channel.exit_status_ready() else -1
-        channel.close()
+        _close_channel(channel)
         transport = channel.get_transport()
         if rc == -1 and (transport is None or not transport.is_active()):
             raise UnreachableError(
@@ -506,7 +509,7 @@ class SSHHost(ShellHost):
                     chan = self._transport().open_channel(
                         "direct-tcpip", (remote_host, remote_port), peer, timeout=10
                     )
-                except (paramiko.SSHException, OSError, EOFError, UnreachableError):
+                except (*LINK_ERRORS, UnreachableError):
                     conn.close()
                     continue
                 threading.Thread(target=_pipe, args=(conn, chan, stop), daemon=True).start()
@@ -532,7 +535,7 @@ def _send_all(channel: paramiko.Channel, data: bytes) -> None:
                 return
             view = view[sent:]
         channel.shutdown_write()
-    except (OSError, EOFError, paramiko.SSHException):
+    except LINK_ERRORS:
         pass
 
 
@@ -550,11 +553,19 @@ def _pipe(conn: socket.socket, chan: paramiko.Channel, stop: threading.Event) ->
                 if not data:
                     break
                 conn.sendall(data)
-    except (OSError, EOFError, paramiko.SSHException):
+    except LINK_ERRORS:
         pass
     finally:
-        chan.close()
+        _close_channel(chan)
         conn.close()
+
+
+def _close_channel(channel: paramiko.Channel) -> None:
+    """Close a channel whose work is over. paramiko sends the close message at once and raises
+    EOFError when the connection broke in the meantime (a reset its reader thread has not seen yet):
+    what the channel carried is already known, and the next call on the connection finds the break."""
+    with suppress(*LINK_ERRORS):
+        channel.close()
 
 
 def _describe(exc: BaseException) -> str:
