@@ -412,17 +412,41 @@ class Roll:
                 listed = {w.url for w in self.router.workers()}
             except K26Error:
                 return
+            missing = []
             for member in self.members:
                 phase = self.record.members[member.name].phase
                 if phase in rec.IN_SERVICE and member.url not in listed:
                     self._emit("resync", member.name, "in service but not listed by the router: adding it")
-                    try:  # bounded: the roll waits for this lock
-                        self.router.add(member.url, timeout=min(self.opts.add_timeout, 30.0))
-                    except K26Error as exc:
-                        self._emit("warning", member.name, f"resync could not add it: {exc.message}")
+                    missing.append(member)
                 elif phase in rec.OUT_OF_SERVICE and member.url in listed:
                     self._emit("resync", member.name, f"listed by the router while {phase}: removing it")
                     self._quietly_remove(member)
+            self._readmit(missing)
+
+    def _readmit(self, members: list[MemberOps]) -> None:
+        """Add every member back at once: each add waits for the router to see the worker healthy (a
+        second or more on SGLang), so one after another a restarted router would regain its capacity
+        a member at a time while the roll waits for the lock."""
+
+        unexpected: list[BaseException] = []  # raised here as they would be without the threads
+
+        def add(member: MemberOps) -> None:
+            try:  # bounded: the roll waits for this lock
+                self.router.add(member.url, timeout=min(self.opts.add_timeout, 30.0))
+            except K26Error as exc:
+                self._emit("warning", member.name, f"resync could not add it: {exc.message}")
+            except Exception as exc:
+                unexpected.append(exc)
+
+        threads = [
+            threading.Thread(target=add, args=(m,), name=f"readmit-{m.name}", daemon=True) for m in members
+        ]  # daemon: a Ctrl-C while waiting here does not keep the process alive for the adds
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if unexpected:
+            raise unexpected[0]
 
     def _sync_loop(self) -> None:
         while not self._stop_sync.wait(self.opts.sync_interval):

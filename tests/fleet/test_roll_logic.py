@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,25 @@ def test_router_restart_mid_deploy_does_not_readmit_the_member_being_deployed(tm
     members[1].during_apply = restart_then_resync
     result = roll.run()
     assert result.status == rec.DONE and set(router.listed) == {m.url for m in members}
+
+
+def test_a_restarted_router_gets_every_member_in_service_back_at_once(tmp_path: Path) -> None:
+    router, members, store, opts = make(tmp_path, n=4)
+    clock = Clock()
+    roll = Roll("f", members, router, RollOptions(**opts), store, sleep=clock.sleep, clock=clock)  # type: ignore[arg-type]
+    together = threading.Barrier(3, timeout=5)  # each add returns only once all three are in flight
+
+    def restart_then_resync() -> None:
+        router.restart()
+        router.on_add = lambda url: together.wait()
+        try:
+            roll.resync()
+        finally:
+            router.on_add = None
+        assert set(router.listed) == {members[0].url, members[2].url, members[3].url}
+
+    members[1].during_apply = restart_then_resync
+    assert roll.run().status == rec.DONE
 
 
 def test_resync_removes_a_member_listed_while_out_of_service(tmp_path: Path) -> None:
