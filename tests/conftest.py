@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
 
 from k26ctl.lab.host import LabHostState
 from tests.support.hosts import lab_host_name
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background by a shell without job control (`cmd &` in a script) inherits
+    SIGINT ignored, and so would every k26ctl it starts: the interrupt tests would see Ctrl-C do
+    nothing. They test what Ctrl-C does at a terminal, so the suite takes it back; a handled signal is
+    reset to its default in every child, where Python installs its own handler again."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
