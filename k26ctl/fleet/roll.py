@@ -17,13 +17,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import wait
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.fleet import record as rec
 from k26ctl.fleet.record import LocalStore, MemberState, RunRecord
 from k26ctl.fleet.router import Worker
+from k26ctl.threads import in_thread
 
 
 class RouterPort(Protocol):
@@ -427,26 +430,14 @@ class Roll:
         """Add every member back at once: each add waits for the router to see the worker healthy (a
         second or more on SGLang), so one after another a restarted router would regain its capacity
         a member at a time while the roll waits for the lock."""
-
-        unexpected: list[BaseException] = []  # raised here as they would be without the threads
-
-        def add(member: MemberOps) -> None:
-            try:  # bounded: the roll waits for this lock
-                self.router.add(member.url, timeout=min(self.opts.add_timeout, 30.0))
+        add = partial(self.router.add, timeout=min(self.opts.add_timeout, 30.0))  # bounded: the roll waits
+        adds = [(m, in_thread(add, m.url, name=f"readmit-{m.name}")) for m in members]
+        wait([added for _, added in adds])  # all of them end under the lock, whatever one raises
+        for member, added in adds:
+            try:
+                added.result()
             except K26Error as exc:
                 self._emit("warning", member.name, f"resync could not add it: {exc.message}")
-            except Exception as exc:
-                unexpected.append(exc)
-
-        threads = [
-            threading.Thread(target=add, args=(m,), name=f"readmit-{m.name}", daemon=True) for m in members
-        ]  # daemon: a Ctrl-C while waiting here does not keep the process alive for the adds
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if unexpected:
-            raise unexpected[0]
 
     def _sync_loop(self) -> None:
         while not self._stop_sync.wait(self.opts.sync_interval):
