@@ -96,7 +96,7 @@ def deploy(
         # From apply on, an interrupt becomes Interrupted with the state read back; one that still
         # reaches here after apply (e.g. while the lock is released) must not claim "untouched".
         if service is not None and service.applied:
-            raise Interrupted(f"interrupted: {_unread_state(service)}", _INTERRUPTED_HINT) from None
+            raise Interrupted(f"interrupted: {_state_after_interrupt(service)}", _INTERRUPTED_HINT) from None
         raise Interrupted(untouched) from None
     except K26Error:
         if unit_check is not None:
@@ -549,7 +549,10 @@ _INTERRUPTED_HINT = (
 )
 
 
-def _unread_state(run: DeployRun) -> str:
+def _state_after_interrupt(run: DeployRun) -> str:
+    """What the read-back found, or, when it never ran or was cut short, that it did not."""
+    if run.interrupted_state is not None:
+        return run.interrupted_state
     running = "was restarted" if run.restarted else "was not restarted"
     return f"the unit on the host was not read back; the service {running}; run k26ctl status PROFILE"
 
@@ -560,7 +563,7 @@ def _interrupted(run: DeployRun, before: Snapshot) -> Interrupted:
     A second Ctrl-C (people press it twice) is held until the read-back ends and then dropped: the
     read-back is bounded by the connection's timeouts, and it is the only account of the host."""
     desired_sha = sha256_text(run.desired_unit)
-    state = _unread_state(run)
+    state = _state_after_interrupt(run)
     try:
         with deferred_interrupts():
             on_disk = read_unit(run.host, run.unit_path)
@@ -568,6 +571,7 @@ def _interrupted(run: DeployRun, before: Snapshot) -> Interrupted:
             which = "the new" if sha == desired_sha else "the old" if sha == before.unit_sha else "an unknown"
             running = "restarted" if run.restarted else "not restarted (still running the old unit)"
             state = f"{which} unit is in place ({run.unit_path}, sha {str(sha)[:12]}); service was {running}"
+            run.interrupted_state = state  # a later Ctrl-C (while the lock is released) keeps this account
             run.result.verdict = "interrupted"
             run.result.message = "interrupted"
             if run.facts is not None and run.result.plan is not None:

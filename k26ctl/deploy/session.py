@@ -75,6 +75,7 @@ class DeployRun:
     last_unit: UnitState | None = None  # the unit's state as the readiness wait last read it
     restarted: bool = False
     before: Snapshot | None = None  # the host's state before apply (set once the facts are read)
+    interrupted_state: str | None = None  # what the read-back after a Ctrl-C found
 
     def read_facts(self, message: str = "reading the host's state") -> HostFacts:
         """The host's state, read once (as the `facts` step) and kept for the rest of the run."""

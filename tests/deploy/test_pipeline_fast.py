@@ -7,7 +7,9 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -136,6 +138,38 @@ def test_ctrl_c_during_apply_finishes_the_step_and_says_which_unit_is_in_place(r
     assert rig.unit_on_host(second) == render_unit(second.profile)
     assert rig.service.restarts == 1
     assert rig.history(first) == ["deploy", "deploy"]  # the interrupted run is remembered on the host
+    assert rig.host.held_locks() == []
+
+
+def test_a_second_ctrl_c_after_the_read_back_keeps_its_account_of_the_host(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = rig.load()
+    assert rig.deploy(first).exit_code == ExitCode.OK
+    second = rig.load("sglang.decode_log_interval=78")
+
+    def interrupted_reload(argv: tuple[str, ...], stdin: bytes | None) -> str:
+        signal.raise_signal(signal.SIGINT)  # the first Ctrl-C
+        return ""
+
+    real_lock = rig.host.lock
+
+    @contextmanager
+    def lock_then_ctrl_c(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        try:
+            with real_lock(*args, **kwargs) as info:
+                yield info
+        finally:
+            signal.raise_signal(signal.SIGINT)  # the second, as the lock is released after the read-back
+
+    rig.host.on(("systemctl", "daemon-reload"), interrupted_reload)
+    monkeypatch.setattr(rig.host, "lock", lock_then_ctrl_c)
+    with pytest.raises(Interrupted) as stopped:
+        rig.deploy(second)
+    message = stopped.value.message
+    assert stopped.value.exit_code == ExitCode.INTERRUPTED
+    assert "the new unit is in place" in message and "not restarted" in message, message
+    assert "not read back" not in message, message
     assert rig.host.held_locks() == []
 
 
