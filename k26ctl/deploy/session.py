@@ -36,7 +36,20 @@ Connect = Callable[..., Host]
 
 
 def operator() -> str:
-    return os.environ.get("K26CTL_OPERATOR") or f"{getpass.getuser()}@{socket.gethostname()}"
+    from k26ctl.inputs import env_text
+
+    return env_text("K26CTL_OPERATOR") or f"{_user_name()}@{socket.gethostname()}"
+
+
+def _user_name() -> str:
+    """The login name; `uid<N>` when there is none (no USER/LOGNAME and no passwd entry: containers,
+    systemd units with DynamicUser=)."""
+    from k26ctl.jsonsafe import encodable
+
+    try:
+        return encodable(getpass.getuser())[0]
+    except (KeyError, OSError):
+        return f"uid{os.getuid()}"
 
 
 def now_iso() -> str:

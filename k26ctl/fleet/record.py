@@ -106,8 +106,9 @@ def now_iso() -> str:
 
 
 def state_dir(fleet: str) -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "k26ctl" / "fleet" / fleet
+    from k26ctl import statedir
+
+    return statedir.state_root() / "k26ctl" / "fleet" / fleet
 
 
 class LocalStore:

@@ -8,7 +8,6 @@ bytes); nothing outside the temporary copy is touched.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -26,8 +25,9 @@ _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([a-zA-Z0-9.+]*)$")
 
 
 def wheel_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "k26ctl" / "sglang-wheels"
+    from k26ctl import statedir
+
+    return statedir.cache_root() / "k26ctl" / "sglang-wheels"
 
 
 def _cached_wheel(version: str, cache: Path) -> Path | None:

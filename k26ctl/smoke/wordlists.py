@@ -58,7 +58,13 @@ def cache_dir() -> Path | None:
         version = metadata.version("wordfreq")
     except metadata.PackageNotFoundError:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    from k26ctl import statedir
+    from k26ctl.errors import ConfigError
+
+    try:
+        base = statedir.cache_root()
+    except ConfigError:  # no home: the lists are built in memory each run instead
+        return None
     python = f"py{sys.version_info[0]}{sys.version_info[1]}-m{marshal.version}"
     return Path(base) / "k26ctl" / "wordlists" / f"wordfreq-{version}-{python}"
 

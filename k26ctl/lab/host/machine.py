@@ -133,8 +133,9 @@ class LabStatus:
 
 
 def state_root() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "k26ctl" / "lab"
+    from k26ctl import statedir
+
+    return statedir.state_root() / "k26ctl" / "lab"
 
 
 def state_dir(name: str) -> Path:
