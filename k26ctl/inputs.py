@@ -127,3 +127,28 @@ def iter_lines(
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{where}:{number}: not UTF-8 text (byte {exc.start})") from None
         yield number, text.rstrip("\r\n") if text.endswith("\n") else text
+
+
+# ---- the environment -------------------------------------------------------------------------------
+
+
+def env_text(name: str) -> str:
+    """An environment variable as text ("" when unset). Bytes that are not UTF-8, which Python keeps
+    as lone surrogates, are replaced by U+FFFD so the value can be printed, written and sent."""
+    from k26ctl.jsonsafe import encodable
+
+    return encodable(os.environ.get(name, ""))[0]
+
+
+def env_secret(name: str, *, what: str, hint: str) -> str | None:
+    """A key for an HTTP header from variable `name`; None when unset or empty. A value an HTTP header
+    cannot carry (controls, non-ASCII, undecodable bytes) is a ConfigError naming the variable."""
+    value = os.environ.get(name, "")
+    if not value:
+        return None
+    if not all(" " <= ch <= "~" for ch in value):
+        raise ConfigError(
+            f"{what} variable {name} holds characters an HTTP header cannot carry (only printable ASCII)",
+            hint,
+        )
+    return value

@@ -8,6 +8,9 @@
   refused (Python refuses integers past 4300 digits with a ValueError).
 
 Each refusal is a `YAMLLimitError` (a ConfigError, exit 78) with the file position.
+
+A double-quoted `"\\ud800"` escape becomes a lone surrogate in PyYAML's string; every string
+scalar is made encodable (U+FFFD) as `k26ctl.jsonsafe` does for JSON.
 """
 
 from __future__ import annotations
@@ -88,7 +91,14 @@ class StrictLoader(yaml.SafeLoader):
             )
         return value
 
+    def construct_yaml_str(self, node: Any) -> Any:
+        from k26ctl.jsonsafe import encodable
 
+        value = super().construct_yaml_str(node)
+        return encodable(value)[0] if isinstance(value, str) else value
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:str", StrictLoader.construct_yaml_str)
 StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
 StrictLoader.add_constructor("tag:yaml.org,2002:float", StrictLoader.construct_yaml_float)
 

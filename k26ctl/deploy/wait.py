@@ -10,7 +10,6 @@ from the last cursor instead.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 import time
@@ -71,7 +70,11 @@ LineCallback = Callable[[str], None]
 
 def api_key(profile: Profile) -> str | None:
     name = profile.sglang.api_key_env
-    return os.environ.get(name) if name else None
+    if not name:
+        return None
+    from k26ctl.inputs import env_secret
+
+    return env_secret(name, what="the API key", hint=f"export {name}=... with the server's key")
 
 
 class HttpProber:

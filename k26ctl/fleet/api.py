@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +21,11 @@ from k26ctl.fleet.router import Router, Worker
 def admin_key(config: RouterConfig) -> str | None:
     if not config.admin_key_env:
         return None
-    value = os.environ.get(config.admin_key_env)
+    from k26ctl.inputs import env_secret
+
+    value = env_secret(
+        config.admin_key_env, what="the router's admin key", hint=f"export {config.admin_key_env}=..."
+    )
     if not value:
         raise ConfigError(
             f"the router's admin key variable {config.admin_key_env} is not set",

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from k26ctl import httpsafe
+from k26ctl import httpsafe, jsonsafe
 from k26ctl.errors import PermissionDeniedError, UnreachableError
 from k26ctl.jsonsafe import JSONRefused
 from k26ctl.smoke.responses import (
@@ -49,6 +49,7 @@ class Completion:
     elapsed: float
     accept_length: float | None = None
     verify_ct: int | None = None
+    surrogates_replaced: int = 0  # lone surrogates in the answer's JSON, replaced by U+FFFD
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -97,14 +98,20 @@ class SGLangClient:
     # ---- plumbing --------------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """One bounded request; the answer's JSON (depth- and number-limited)."""
+        """One bounded request; the answer's JSON (depth- and number-limited, strings encodable)."""
+        return self._request_decoded(method, path, body).value
+
+    def _request_decoded(
+        self, method: str, path: str, body: dict[str, Any] | None = None
+    ) -> jsonsafe.Decoded:
+        """`_request`, with how many lone surrogates the answer carried (replaced by U+FFFD)."""
         response = self._send(method, path, body)
         if response.status_code >= 400:
             raise ResponseError(
                 f"HTTP {response.status_code} from {path}: {clean(response.text.strip(), limit=200)}"
             )
         try:
-            return response.json()
+            return jsonsafe.decode(response.body)
         except JSONRefused as exc:
             raise ResponseError(f"malformed JSON from {path}: {exc}") from None
 
@@ -184,9 +191,9 @@ class SGLangClient:
         if chat_template_kwargs:
             body["chat_template_kwargs"] = chat_template_kwargs
         started = time.monotonic()
-        data = self._request("POST", "/v1/chat/completions", body)
+        decoded = self._request_decoded("POST", "/v1/chat/completions", body)
         elapsed = time.monotonic() - started
-        answer: ChatCompletion = self._answer(ChatCompletion, "chat completion", data)
+        answer: ChatCompletion = self._answer(ChatCompletion, "chat completion", decoded.value)
         choice = answer.choices[0]
         return Completion(
             choice.message.content or "",
@@ -194,6 +201,7 @@ class SGLangClient:
             choice.finish_reason,
             answer.usage.completion_tokens if answer.usage else None,
             elapsed,
+            surrogates_replaced=decoded.surrogates_replaced,
         )
 
     def generate(
@@ -211,13 +219,14 @@ class SGLangClient:
         if seed is not None:
             params["sampling_seed"] = seed
         started = time.monotonic()
-        data = self._request("POST", "/generate", {"text": text, "sampling_params": params})
+        decoded = self._request_decoded("POST", "/generate", {"text": text, "sampling_params": params})
         elapsed = time.monotonic() - started
+        data = decoded.value
         if isinstance(data, list):
             data = data[0] if data else {}
         if not isinstance(data, dict):
             raise ResponseError("unexpected /generate body: not an object")
-        return _completion_from_generate(data, elapsed)
+        return _completion_from_generate(data, elapsed, decoded.surrogates_replaced)
 
     # ---- token ids (self-consistency probes) -------------------------------------------------------
 
@@ -256,8 +265,9 @@ class SGLangClient:
         else:
             body["text"] = text or ""
         started = time.monotonic()
-        data = self._request("POST", "/generate", body)
+        decoded = self._request_decoded("POST", "/generate", body)
         elapsed = time.monotonic() - started
+        data = decoded.value
         if isinstance(data, list):
             data = data[0] if data else {}
         answer: GenerateAnswer = self._answer(GenerateAnswer, "/generate", data)
@@ -267,7 +277,9 @@ class SGLangClient:
         if prompt_ids is None:
             raise ResponseError("unexpected /generate body: no prompt_token_ids")
         return TokenCompletion(
-            _completion_from_generate(data, elapsed), list(prompt_ids), list(answer.output_ids)
+            _completion_from_generate(data, elapsed, decoded.surrogates_replaced),
+            list(prompt_ids),
+            list(answer.output_ids),
         )
 
     def next_tokens(self, prefixes: list[list[int]]) -> list[int]:
@@ -300,7 +312,7 @@ class SGLangClient:
         raise ResponseError(f"HTTP {response.status_code} from /flush_cache: {message}")
 
 
-def _completion_from_generate(data: dict[str, Any], elapsed: float) -> Completion:
+def _completion_from_generate(data: dict[str, Any], elapsed: float, surrogates: int = 0) -> Completion:
     try:
         answer = parse_answer(GenerateAnswer, data)
     except ValueError as exc:
@@ -310,7 +322,14 @@ def _completion_from_generate(data: dict[str, Any], elapsed: float) -> Completio
     if isinstance(finish, FinishReason):
         finish = finish.type
     return Completion(
-        answer.text, "", finish, meta.completion_tokens, elapsed, meta.spec_accept_length, meta.spec_verify_ct
+        answer.text,
+        "",
+        finish,
+        meta.completion_tokens,
+        elapsed,
+        meta.spec_accept_length,
+        meta.spec_verify_ct,
+        surrogates,
     )
 
 

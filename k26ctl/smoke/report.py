@@ -29,6 +29,7 @@ class RequestResult:
     elapsed: float = 0.0
     accept_length: float | None = None
     verify_ct: int | None = None
+    surrogates_replaced: int = 0  # lone surrogate escapes in the answer (not valid Unicode), replaced
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
     # token ids, when the answer came from /generate with ids (temperature 0 with probes on)

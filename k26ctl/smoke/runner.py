@@ -118,8 +118,29 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
         findings += run_checks(prompt.expect, result.text, result.completion_tokens)
     findings += _speculative_findings(result, options, collapse)
     findings += _length_findings(result, prompt.max_tokens)
+    findings += _unicode_findings(result)
     ignored = set(prompt.ignore)
     result.findings = [f for f in findings if f.detector.removeprefix("reasoning.") not in ignored]
+
+
+def _unicode_findings(result: RequestResult) -> list[Finding]:
+    """Lone surrogate escapes ("\\ud800") in an answer: no detokenizer writes them into a complete
+    text, so the server (or a proxy before it) is emitting broken Unicode. The decoding layer already
+    replaced them by U+FFFD, so the detectors judged the rest of the text as usual."""
+    count = result.surrogates_replaced
+    if not count:
+        return []
+    return [
+        Finding(
+            "invalid_unicode",
+            float(count),
+            0.0,
+            (0, len(result.text)),
+            "",
+            f"{count} lone surrogate escape{'s' if count != 1 else ''} in the answer's JSON: "
+            "not valid Unicode (shown as U+FFFD)",
+        )
+    ]
 
 
 # No tokenizer produces more characters per token than this for text a model would write.
@@ -266,6 +287,7 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
         c.elapsed,
     )
     result.prompt_ids, result.output_ids = tc.prompt_ids, tc.output_ids
+    result.surrogates_replaced = c.surrogates_replaced
     if c.verify_ct:
         result.accept_length, result.verify_ct = c.accept_length, c.verify_ct
     return result
@@ -307,6 +329,7 @@ def _send(
         c.completion_tokens,
         c.elapsed,
     )
+    result.surrogates_replaced = c.surrogates_replaced
     if c.verify_ct:  # zero or absent: the server does not decode speculatively
         result.accept_length, result.verify_ct = c.accept_length, c.verify_ct
     return result

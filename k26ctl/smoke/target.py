@@ -6,7 +6,6 @@ through the same SSH connection it deploys with (`Host.forward`), never by openi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -24,7 +23,9 @@ def api_key_from_env(variable: str | None) -> str | None:
     """The API key named by `sglang.api_key_env` / `--api-key-env`; a named but unset variable is an error."""
     if not variable:
         return None
-    value = os.environ.get(variable)
+    from k26ctl.inputs import env_secret
+
+    value = env_secret(variable, what="the API key", hint=f"export {variable}=... with the server's key")
     if not value:
         raise ConfigError(
             f"the API key variable {variable} is not set", f"export {variable}=... or drop --api-key-env"

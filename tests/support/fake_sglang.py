@@ -114,7 +114,8 @@ def hostile_answer(mode: str, path: str, model: str) -> object:
     elif mode == "escapes":
         text = "The answer is " + ESCAPES
     elif mode == "lone-surrogate":
-        text = "The answer is \ud800 ok"
+        # long enough that the detectors encode it (the compression ratio of the last 200 bytes)
+        text = "The answer is \ud800 ok. " + " ".join([CLEAN_TEXT] * 4) + " \udfff"
     elif mode == "dash-block":
         text = "```\n" + "-" * 100_000 + "\n```"
     if path.startswith("/generate"):
