@@ -17,12 +17,13 @@ from k26ctl.bisect.logfile import parse_log, render_log
 from k26ctl.bisect.numeric import NumericSearch, max_probes
 from k26ctl.bisect.plan import Change, Probe, assignment_id
 from k26ctl.bisect.restore import capture_live, restore_live
-from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec, StepRecord
+from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec, StepRecord, reset_hint
 from k26ctl.bisect.setdiff import differing_keys, with_assignment
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner, HostDeployer
 from k26ctl.deploy.confirm import confirm_change
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
+from k26ctl.statefile import BadStateError
 from k26ctl.termsafe import clean
 from k26ctl.validate import ensure_valid
 
@@ -270,20 +271,27 @@ def _confirm_recorded_command(ctx: Context, command: str, cwd: str) -> None:
         raise K26Error("bisect-config replay cancelled: nothing was changed")
 
 
-def log_text(ctx: Context) -> str:
+def log_text(ctx: Context) -> tuple[str, BadStateError | None]:
+    """The replayable log of every step that reads, and the error for the records that do not
+    (the caller shows the log, then reports the error)."""
     session = _session(ctx)
-    return render_log(session.name, session.spec(), session.finished_steps(), session.outcome())
+    steps = session.read_steps()
+    text = render_log(session.name, session.spec(), steps.items, session.outcome())
+    return text, steps.error("bisect log", reset_hint(session.name))
 
 
-def log_json(ctx: Context) -> dict[str, Any]:
-    """The session as one JSON document (the spec without the captured original deployment)."""
+def log_json(ctx: Context) -> tuple[dict[str, Any], BadStateError | None]:
+    """The session as one JSON document (the spec without the captured original deployment), and
+    the error for unreadable records, as `log_text`."""
     session = _session(ctx)
-    return {
+    steps = session.read_steps()
+    document = {
         "session": session.name,
         "spec": {k: v for k, v in session.spec().to_json().items() if k != "original"},
-        "steps": [s.to_json() for s in session.finished_steps()],
+        "steps": [s.to_json() for s in steps.items],
         "outcome": session.outcome(),
     }
+    return document, steps.error("bisect log", reset_hint(session.name))
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 One record per line, appended and fsynced. The log is read as untrusted input (a regular file within
 the data size limit, UTF-8, JSON within jsonsafe's limits). A torn last line (the process died while
-writing it) is ignored when reading and cut before the next append; an unreadable line anywhere else
-is an error. A start record without its matching end record means the work it announced was
+writing it) is ignored when reading and cut before the next append. `read` validates each record
+against the caller's shapes (`k26ctl.statefile.parse_lines`) and hands back the readable records
+with a problem line for each other one; `records` refuses (exit 78) when any line is unreadable.
+A start record without its matching end record means the work it announced was
 interrupted.
 """
 
@@ -17,9 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from k26ctl import jsonsafe
-from k26ctl.errors import K26Error
 from k26ctl.statedir import ensure_dir
+from k26ctl.statefile import Records, parse_lines
 
 T = TypeVar("T")
 
@@ -49,30 +50,24 @@ class EventLog:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def records(self) -> list[dict[str, Any]]:
+    def read(self, shape_of: Callable[[dict[str, Any]], type[T] | None]) -> Records[T]:
+        """Records validated by the shape `shape_of` picks for each; a torn last line is dropped
+        (the work it belonged to is simply redone)."""
         from k26ctl import inputs
 
         if not os.path.lexists(self.path):
-            return []
+            return Records()
         text = inputs.read_text(
             self.path, what=self.what, max_bytes=inputs.MAX_DATA_BYTES, hint="remove the session"
         )
-        lines = text.splitlines()
-        parsed = []
-        for number, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                record = jsonsafe.loads(line)
-            except ValueError:
-                if number == len(lines) - 1:
-                    break  # torn last write: the work it belonged to is simply redone
-                raise K26Error(
-                    f"{self.path}:{number + 1}: not JSON", "remove the line or the session"
-                ) from None
-            if isinstance(record, dict):
-                parsed.append(record)
-        return parsed
+        # "\n" only: a U+2028 inside a JSON string is part of its line
+        return parse_lines(text.split("\n"), self.path, shape_of, torn_tail=True)
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every record as a JSON object; an unreadable line is a BadStateError naming it."""
+        read = self.read(lambda record: dict)
+        read.refuse(self.what, "remove the line or the session")
+        return read.items
 
     def interrupted(self, start_event: str, end_event: str, key: str) -> dict[str, Any] | None:
         """The last `start_event` record without a following `end_event` record with the same `key`."""

@@ -15,13 +15,14 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
 from k26ctl.bisect.plan import describe
 from k26ctl.bisect.session import SessionSpec, StepRecord
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.bisect.shapes import SpecShape as _SpecShape
+from k26ctl.bisect.shapes import StepMarkShape as _StepShape
 from k26ctl.errors import ConfigError
 
 SPEC_MARK = "# k26-bisect-spec "
@@ -136,49 +137,6 @@ class ParsedLog:
     steps: list[StepRecord]
 
 
-class _SpecShape(BaseModel):
-    """What a spec marker must hold before a replay trusts it (extra keys are ignored)."""
-
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
-
-    mode: Literal["numeric", "set"]
-    profile: str | None = None
-    param: str | None = None
-    candidates: list[Any] = Field(default_factory=list, max_length=100_000)
-    good_profile: str | None = None
-    bad_profile: str | None = None
-    changes: list[dict[str, Any]] = Field(default_factory=list)
-    sets: list[str] = Field(default_factory=list)
-    run: str | None = None
-    deploy: bool = True
-    tries: int = Field(default=1, ge=1, le=100)
-    verify_ends: bool = True
-    load_failure_is_bad: bool = False
-    refine: bool = True
-    cwd: str = "."
-
-    @model_validator(mode="after")
-    def _complete(self) -> _SpecShape:
-        if self.mode == "numeric" and (not self.profile or not self.param or len(self.candidates) < 2):
-            raise ValueError("a numeric search needs profile, param and at least two candidates")
-        if self.mode == "set":
-            if not self.good_profile or not self.bad_profile:
-                raise ValueError("a set search needs good_profile and bad_profile")
-            for change in self.changes:
-                if not isinstance(change.get("key"), str) or not {"good", "bad"} <= change.keys():
-                    raise ValueError("each change needs key, good and bad")
-        return self
-
-
-class _StepShape(BaseModel):
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
-
-    assignment: dict[str, Any]
-    verdict: Verdict
-    seconds: float = Field(default=0.0, ge=0)
-    restarted: bool = False
-
-
 MAX_LOG_BYTES = 16 << 20
 
 
@@ -195,7 +153,7 @@ def parse_log(path: Path) -> ParsedLog:
         try:
             if line.startswith(SPEC_MARK):
                 shape = _SpecShape.model_validate(jsonsafe.loads(line[len(SPEC_MARK) :]))
-                spec = SessionSpec.from_json(shape.model_dump())
+                spec = SessionSpec.from_json(shape.model_dump(exclude={"original", "created"}))
             elif STEP_MARK in line:
                 step = _StepShape.model_validate(jsonsafe.loads(line.split(STEP_MARK, 1)[1]))
                 steps.append(

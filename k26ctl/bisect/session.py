@@ -8,6 +8,11 @@
 A step with a start record but no finish record was interrupted and is redone; a finished step is
 never redone, because the strategies only ever ask for configurations without a verdict. A torn last
 line (the process died while writing it) is ignored.
+
+Both files are read back through `k26ctl.statefile` and the shapes in `k26ctl.bisect.shapes`: a file
+edited into something else is one error (exit 78) naming the file, the line and the field, never a
+traceback, and a search never resumes past a record it cannot read (its verdict would be lost or
+wrong); `read_steps` still hands over every readable step for showing.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from typing import Any
 
 from k26ctl.bisect.eventlog import EventLog, exclusive, first_wins
 from k26ctl.bisect.plan import Assignment, assignment_id
+from k26ctl.bisect.shapes import FinishShape, SessionFileShape, log_record_shape
 from k26ctl.bisect.verdict import Verdict
 from k26ctl.errors import K26Error, UsageError
 from k26ctl.statedir import ensure_dir
+from k26ctl.statefile import Records
 
 SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_SESSION = "default"
@@ -95,16 +102,28 @@ class StepRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StepRecord:
+        """A finish record as written by `to_json`; pydantic's ValidationError names a wrong field."""
+        return cls.from_shape(FinishShape.model_validate(data))
+
+    @classmethod
+    def from_shape(cls, shape: FinishShape) -> StepRecord:
         return cls(
-            step=int(data["step"]),
-            assignment=dict(data["assignment"]),
-            verdict=Verdict(data["verdict"]),
-            seconds=float(data.get("seconds", 0.0)),
-            restarted=bool(data.get("restarted", False)),
-            tries=list(data.get("tries", [])),
-            detail=str(data.get("detail", "")),
-            replayed=bool(data.get("replayed", False)),
+            step=shape.step,
+            assignment=shape.assignment,
+            verdict=shape.verdict,
+            seconds=shape.seconds,
+            restarted=shape.restarted,
+            tries=shape.tries,
+            detail=shape.detail,
+            replayed=shape.replayed,
         )
+
+
+RESET_HINT = "k26ctl bisect-config reset{session} puts back what was live and forgets the session"
+
+
+def reset_hint(name: str) -> str:
+    return RESET_HINT.format(session="" if name == DEFAULT_SESSION else f" --session {name}")
 
 
 class SessionLocked(K26Error):
@@ -160,30 +179,30 @@ class Session:
             path.unlink(missing_ok=True)
 
     def spec(self) -> SessionSpec:
-        return SessionSpec.from_json(self._document()["spec"])
+        return SessionSpec.from_json(self._document().spec.model_dump())
 
     def outcome(self) -> dict[str, Any] | None:
-        outcome = self._document().get("outcome")
-        return outcome if isinstance(outcome, dict) else None
+        return self._document().outcome
 
     def save_outcome(self, outcome: dict[str, Any] | None) -> None:
-        document = self._document()
-        document["outcome"] = outcome
-        _write_json_atomic(self.spec_path, document)
+        spec = self.spec()
+        _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json(), "outcome": outcome})
 
-    def _document(self) -> dict[str, Any]:
-        try:
-            document = json.loads(self.spec_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+    def _document(self) -> SessionFileShape:
+        from k26ctl import statefile
+
+        if not os.path.lexists(self.spec_path):
             raise UsageError(
                 f"no bisect session {self.name!r} in {self.directory}",
                 "start one: k26ctl bisect-config PROFILE --param KEY --good A --bad B",
-            ) from None
-        except (OSError, ValueError) as exc:
-            raise K26Error(f"cannot read {self.spec_path}: {exc}", "remove it to start over") from None
-        if not isinstance(document, dict) or not isinstance(document.get("spec"), dict):
-            raise K26Error(f"{self.spec_path} is not a bisect session", "remove it to start over")
-        return document
+            )
+        # the session file holds what reset needs: when it is damaged, removing it is the way out
+        return statefile.read_document(
+            self.spec_path,
+            SessionFileShape,
+            what="bisect session",
+            hint=f"fix the field, or remove {self.spec_path} and {self.log_path.name} to start over",
+        )
 
     # ---- records ----------------------------------------------------------------------------------
 
@@ -197,10 +216,18 @@ class Session:
     def records(self) -> list[dict[str, Any]]:
         return self._log.records()
 
+    def read_steps(self) -> Records[StepRecord]:
+        """Every finished step that reads, in order (a configuration finished twice keeps its first
+        verdict), and a problem for each record that does not."""
+        read = self._log.read(log_record_shape)
+        finished = [StepRecord.from_shape(r) for r in read.items if isinstance(r, FinishShape)]
+        return Records(first_wins(finished, lambda step: assignment_id(step.assignment)), read.problems)
+
     def finished_steps(self) -> list[StepRecord]:
-        """Finished steps in order; a configuration finished twice (edited logs) keeps its first verdict."""
-        finished = [StepRecord.from_json(r) for r in self.records() if r.get("event") == "finish"]
-        return first_wins(finished, lambda step: assignment_id(step.assignment))
+        """The finished steps; any unreadable record is a BadStateError (a search never resumes past it)."""
+        read = self.read_steps()
+        read.refuse("bisect log", reset_hint(self.name))
+        return read.items
 
     def interrupted_step(self) -> dict[str, Any] | None:
         """The last start record without a matching finish (a step to redo), if any."""

@@ -165,7 +165,14 @@ def log(session: str = session_option(), as_json: bool = json_option()) -> None:
     from k26ctl.bisect import api
 
     ctx = _context(session, yes=False, accept_new_host_key=False)
-    print_json(api.log_json(ctx)) if as_json else sys.stdout.write(api.log_text(ctx))
+    if as_json:
+        document, unreadable = api.log_json(ctx)
+        print_json(document)
+    else:
+        text, unreadable = api.log_text(ctx)
+        sys.stdout.write(text)
+    if unreadable is not None:  # the steps that read are shown above; the search must not resume
+        raise unreadable
 
 
 def replay(

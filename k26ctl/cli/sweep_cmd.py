@@ -150,8 +150,14 @@ def log(
     """The points measured so far: the table with the Pareto front, or --json. Exit 1 without a best point."""
     from k26ctl.sweep import api
 
-    spec, result = api.current_result(_context(session, yes=False, accept_new_host_key=False))
-    _finish(spec, result, session, write_profile, as_json)
+    spec, result, unreadable = api.current_result(_context(session, yes=False, accept_new_host_key=False))
+    if unreadable is not None:
+        write_profile = None  # the best of an incomplete log is no basis for a profile
+    try:
+        _finish(spec, result, session, write_profile, as_json)
+    finally:
+        if unreadable is not None:  # the points that read are shown; this error (exit 78) wins
+            raise unreadable
 
 
 def reset(

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from k26ctl.remote.base import Host
+from k26ctl.statefile import Records
 
 STATE_ROOT = "/var/lib/k26ctl"
 MAX_RECORDS = 1000
@@ -66,6 +67,14 @@ class DeployRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DeployRecord:
+        """A record as `to_json` writes it; pydantic's ValidationError names a field of the wrong type."""
+        from k26ctl.statefile import validate
+
+        return validate(cls, cls.with_defaults(data))
+
+    @classmethod
+    def with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """`data`'s known keys, with the defaults older k26ctl versions did not write."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         defaults: dict[str, Any] = {
@@ -93,7 +102,7 @@ class DeployRecord:
         for key, value in defaults.items():
             values.setdefault(key, value)
         values.setdefault("time", "")
-        return cls(**values)
+        return values
 
     @property
     def smoke_passed(self) -> bool | None:
@@ -105,27 +114,29 @@ class DeployRecord:
 
 def parse_history(text: str) -> list[DeployRecord]:
     """Records in file order; lines that are not valid records are skipped (a hand-edited file)."""
-    records = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict):
-            records.append(DeployRecord.from_json(data))
-    return records
+    return read_records(text).items
+
+
+def read_records(text: str, where: str = "deploy history") -> Records[DeployRecord]:
+    """Every line that is a valid record (each field of its type), and a problem naming each other
+    line: one bad line never hides the others, and never becomes a record with a wrong field."""
+    from k26ctl.statefile import parse_lines
+
+    return parse_lines(
+        text.split("\n"), where, lambda record: DeployRecord, prepare=DeployRecord.with_defaults
+    )
 
 
 def serialize(records: Sequence[DeployRecord]) -> str:
     return "".join(json.dumps(r.to_json(), sort_keys=True, default=str) + "\n" for r in records)
 
 
-def read_history(host: Host, service: str) -> list[DeployRecord]:
+def read_history(host: Host, service: str) -> Records[DeployRecord]:
+    """The host's history; undecodable bytes replaced, unreadable lines reported with their number."""
     raw = host.read_file(history_path(service), sudo=True)
-    return parse_history(raw.decode("utf-8", "replace")) if raw else []
+    if not raw:
+        return Records()
+    return read_records(raw.decode("utf-8", "replace"), f"{host.name}:{history_path(service)}")
 
 
 def last_record(records: Sequence[DeployRecord], *, kind: str | None = None) -> DeployRecord | None:

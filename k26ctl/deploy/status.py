@@ -17,6 +17,7 @@ from k26ctl.patches.host import PatchState, patch_status
 from k26ctl.patches.model import load_patches
 from k26ctl.profile import LoadedProfile
 from k26ctl.render import render_unit
+from k26ctl.statefile import Records
 
 
 @dataclass
@@ -32,6 +33,7 @@ class StatusReport:
     probe: ProbeResult | None
     history: list[DeployRecord] = field(default_factory=list)
     patch_error: str | None = None
+    history_problems: list[str] = field(default_factory=list)  # lines of the history that do not read
 
     @property
     def unit_state(self) -> UnitState:
@@ -56,6 +58,7 @@ class StatusReport:
             "patches": [p.to_json() for p in self.patches],
             "patch_error": self.patch_error,
             "history": [r.to_json() for r in self.history],
+            "history_problems": self.history_problems,
         }
 
 
@@ -83,6 +86,7 @@ def host_status(
                 probe = check_ready_once(host, profile)
             except K26Error as exc:
                 probe = ProbeResult(False, exc.message)
+        kept = read_history(host, profile.service.name) if history else Records[DeployRecord]()
         return StatusReport(
             profile=profile.name or "",
             host=host.name,
@@ -93,8 +97,9 @@ def host_status(
             profile_unit_sha=sha256_text(render_unit(profile)),
             patches=patches,
             probe=probe,
-            history=read_history(host, profile.service.name)[-history:] if history else [],
+            history=kept.items[-history:] if history else [],
             patch_error=patch_error,
+            history_problems=[p.one_line() for p in kept.problems] if history else [],
         )
 
 

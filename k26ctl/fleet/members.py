@@ -180,13 +180,10 @@ class HostMember:
 
 def read_host_record(host: Host, service: str, limit: int = 20) -> list[dict[str, Any]]:
     raw = host.read_file(fleet_record_path(service), sudo=True) or b""
-    out = []
-    for line in raw.decode("utf-8", "replace").splitlines()[-limit:]:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+    from k26ctl.statefile import parse_lines
+
+    lines = raw.decode("utf-8", "replace").split("\n")
+    return parse_lines(lines[-limit - 1 :], fleet_record_path(service), lambda record: dict).items
 
 
 MAX_LOAD_BODY = 16 << 20  # /metrics of a large deployment is a few hundred KB

@@ -35,6 +35,7 @@ IN_FLIGHT = frozenset({REMOVING, ADDING})  # the router's answer decides; resync
 OUT_OF_SERVICE = frozenset({DRAINING, DEPLOYING, VERIFIED, FAILED, INTERRUPTED})
 
 RUNNING, DONE, HALTED, STOPPED = "running", "done", "halted", "interrupted"
+PHASES = IN_SERVICE | IN_FLIGHT | OUT_OF_SERVICE
 
 
 def describe(phase: str, config: str) -> str:
@@ -97,8 +98,18 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunRecord:
-        members = {k: MemberState(**v) for k, v in data.get("members", {}).items()}
-        return cls(**{**data, "members": members})
+        """A record as `to_json` writes it; pydantic's ValidationError names a wrong field, and a phase
+        or status this version does not know is refused (it would be read as out of service)."""
+        from k26ctl.statefile import validate
+
+        return validate(RunRecord, data)
+
+    def __post_init__(self) -> None:
+        if self.status not in (RUNNING, DONE, HALTED, STOPPED):
+            raise ValueError(f"status: unknown run status {self.status[:40]!r}")
+        for name, member in self.members.items():
+            if member.phase not in PHASES:
+                raise ValueError(f"members.{name[:40]}.phase: unknown phase {member.phase[:40]!r}")
 
 
 def now_iso() -> str:
@@ -122,18 +133,16 @@ class LocalStore:
         return self.dir / "run.json"
 
     def load(self) -> RunRecord | None:
-        from k26ctl import inputs, jsonsafe
-        from k26ctl.errors import ConfigError
+        from k26ctl import statefile
 
         if not os.path.lexists(self.path):
             return None
-        text = inputs.read_text(
-            self.path, what="fleet run record", max_bytes=inputs.MAX_DATA_BYTES, hint="move it away"
+        return statefile.read_document(
+            self.path,
+            RunRecord,
+            what="fleet run record",
+            hint=f"fix the field, or move {self.path} away (the hosts keep their own fleet.jsonl)",
         )
-        try:
-            return RunRecord.from_json(jsonsafe.loads(text))
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise ConfigError(f"fleet run record {self.path} is damaged: {exc}", "move it away") from None
 
     def save(self, record: RunRecord) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -52,10 +52,14 @@ def fleet_dir(name: str) -> Path:
 
 
 def load_state(name: str) -> LabFleetState | None:
-    try:
-        return LabFleetState(**json.loads((fleet_dir(name) / "state.json").read_text(encoding="utf-8")))
-    except FileNotFoundError:
+    from k26ctl import statefile
+
+    path = fleet_dir(name) / "state.json"
+    if not os.path.lexists(path):
         return None
+    return statefile.read_document(
+        path, LabFleetState, what=f"lab fleet {name}: state file", hint=f"remove {path.parent} to start over"
+    )
 
 
 def _free_port() -> int:

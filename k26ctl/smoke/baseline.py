@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from k26ctl.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field
 
 FORMAT = "k26ctl-smoke-baseline/1"
 
@@ -52,33 +52,36 @@ class Baseline:
 
     @classmethod
     def load(cls, path: str | Path) -> Baseline:
-        from k26ctl import inputs, jsonsafe
+        """A baseline file as `save` writes it: any damage is one error naming the file and the field."""
+        from k26ctl import inputs, statefile
 
         source = Path(path)
-        hint = "record one with --record-baseline FILE"
-        try:
-            raw = inputs.read_bytes(source, what="baseline", max_bytes=inputs.MAX_DATA_BYTES, hint=hint)
-            data = jsonsafe.loads(raw)
-        except ValueError as exc:
-            raise ConfigError(
-                f"cannot read baseline {source}: {exc}", "record it again with --record-baseline"
-            ) from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ConfigError(f"{source}: not a k26ctl smoke baseline", f"expected format {FORMAT}")
-        try:
-            entries = {
-                str(o["prompt_id"]): BaselineEntry(
-                    str(o["prompt_id"]), str(o["text"]), str(o.get("reasoning", "")), o.get("max_tokens")
-                )
-                for o in data["outputs"]
-            }
-            return cls(
-                dict(data.get("identity") or {}), str(data.get("suite", "")), entries, str(data["created"])
-            )
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(
-                f"{source}: malformed baseline ({exc})", "record it again with --record-baseline"
-            ) from None
+        hint = "record it again with --record-baseline FILE"
+        raw = inputs.read_bytes(source, what="baseline", max_bytes=inputs.MAX_DATA_BYTES, hint=hint)
+        shape = statefile.parse_document(raw, _BaselineShape, what="baseline", where=source, hint=hint)
+        entries = {
+            o.prompt_id: BaselineEntry(o.prompt_id, o.text, o.reasoning, o.max_tokens) for o in shape.outputs
+        }
+        return cls(shape.identity, shape.suite, entries, shape.created)
+
+
+class _EntryShape(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_id: str
+    text: str
+    reasoning: str = ""
+    max_tokens: int | None = None
+
+
+class _BaselineShape(BaseModel):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+
+    format: Literal["k26ctl-smoke-baseline/1"]
+    created: str
+    suite: str = ""
+    identity: dict[str, Any] = Field(default_factory=dict)
+    outputs: list[_EntryShape]
 
 
 def joined(text: str, reasoning: str = "") -> str:

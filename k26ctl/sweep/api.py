@@ -13,6 +13,7 @@ from k26ctl.bisect.steps import Deployer
 from k26ctl.deploy.confirm import confirm_change
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, SpecAlgorithm, load_profile
+from k26ctl.statefile import BadStateError
 from k26ctl.sweep.load import LoadSpec
 from k26ctl.sweep.prompts import TEMPLATES, load_prompts, render
 from k26ctl.sweep.result import SweepResult
@@ -261,12 +262,14 @@ def _refuse_existing(session: SweepSession) -> None:
         )
 
 
-def current_result(ctx: Context) -> tuple[SweepSpec, SweepResult]:
-    """The session as it stands (for `sweep log`), without deploying anything."""
+def current_result(ctx: Context) -> tuple[SweepSpec, SweepResult, BadStateError | None]:
+    """The session as it stands (for `sweep log`), without deploying anything: the points that read,
+    and the error for the records that do not (the caller shows the rest, then reports it)."""
     session = SweepSession(ctx.session, ctx.state_directory)
     spec = session.spec()
     prepared = prepare(spec)
-    points = session.points()
+    read = session.read_points()
+    points = read.items
     known = by_id(points)
 
     def lookup(assignment: Assignment) -> Any:
@@ -278,7 +281,8 @@ def current_result(ctx: Context) -> tuple[SweepSpec, SweepResult]:
     status = plan.status if isinstance(plan, Finished) else "unfinished"
     best_assignment = prepared.planner.best_known(lookup)
     best = known.get(point_id(best_assignment)) if best_assignment is not None else None
-    return spec, SweepResult(session.name, status, prepared.objective, points, best, spec.max_restarts)
+    result = SweepResult(session.name, status, prepared.objective, points, best, spec.max_restarts)
+    return spec, result, read.error("sweep log", session.reset_hint())
 
 
 @dataclass

@@ -25,8 +25,10 @@ from k26ctl.bisect.plan import Assignment
 from k26ctl.bisect.session import SESSION_NAME, _write_json_atomic
 from k26ctl.errors import K26Error, UsageError
 from k26ctl.statedir import ensure_dir
+from k26ctl.statefile import Records
 from k26ctl.sweep.load import LevelResult
 from k26ctl.sweep.search import Evaluation
+from k26ctl.sweep.shapes import PointShape, SweepFileShape, log_record_shape
 from k26ctl.sweep.space import Param, point_id
 
 DEFAULT_SESSION = "default"
@@ -127,17 +129,22 @@ class PointRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PointRecord:
+        """A point record as `to_json` writes it; pydantic's ValidationError names a wrong field."""
+        return cls.from_shape(PointShape.model_validate(data))
+
+    @classmethod
+    def from_shape(cls, shape: PointShape) -> PointRecord:
         return cls(
-            number=int(data["number"]),
-            assignment=dict(data["assignment"]),
-            role=str(data.get("role", "search")),
-            label=str(data.get("label", "")),
-            up=bool(data.get("up", False)),
-            coherent=bool(data.get("coherent", False)),
-            restarted=bool(data.get("restarted", False)),
-            seconds=float(data.get("seconds", 0.0)),
-            detail=str(data.get("detail", "")),
-            levels=[LevelResult.from_json(lv) for lv in data.get("levels") or []],
+            number=shape.number,
+            assignment=shape.assignment,
+            role=shape.role,
+            label=shape.label,
+            up=shape.up,
+            coherent=shape.coherent,
+            restarted=shape.restarted,
+            seconds=shape.seconds,
+            detail=shape.detail,
+            levels=[LevelResult(**level.model_dump()) for level in shape.levels],
         )
 
 
@@ -173,26 +180,21 @@ class SweepSession:
             path.unlink(missing_ok=True)
 
     def spec(self) -> SweepSpec:
-        from k26ctl import inputs, jsonsafe
+        from k26ctl import inputs, statefile
 
         if not os.path.lexists(self.spec_path):
             raise UsageError(
                 f"no sweep session {self.name!r} in {self.directory}",
                 "start one: k26ctl sweep PROFILE --param KEY=SPEC",
             )
-        text = inputs.read_text(
+        document = statefile.read_document(
             self.spec_path,
+            SweepFileShape,
             what="sweep session",
+            hint=f"fix the field, or remove {self.spec_path} and {self.log_path.name} to start over",
             max_bytes=inputs.MAX_PROFILE_BYTES,
-            hint="remove it to start over",
         )
-        try:
-            document = jsonsafe.loads(text)
-        except ValueError as exc:
-            raise K26Error(f"cannot read {self.spec_path}: {exc}", "remove it to start over") from None
-        if not isinstance(document, dict) or not isinstance(document.get("spec"), dict):
-            raise K26Error(f"{self.spec_path} is not a sweep session", "remove it to start over")
-        return SweepSpec.from_json(document["spec"])
+        return SweepSpec.from_json(document.spec.model_dump())
 
     # ---- records ---------------------------------------------------------------------------------
 
@@ -207,10 +209,22 @@ class SweepSession:
     def _records(self) -> list[dict[str, Any]]:
         return self._log.records()
 
+    def read_points(self) -> Records[PointRecord]:
+        """Measured points that read, in order (a point recorded twice keeps its first record), and a
+        problem for each record that does not."""
+        read = self._log.read(log_record_shape)
+        measured = [PointRecord.from_shape(r) for r in read.items if isinstance(r, PointShape)]
+        return Records(first_wins(measured, lambda point: point_id(point.assignment)), read.problems)
+
     def points(self) -> list[PointRecord]:
-        """Measured points in order; a point recorded twice (an edited log) keeps its first record."""
-        measured = [PointRecord.from_json(r) for r in self._records() if r.get("event") == "point"]
-        return first_wins(measured, lambda point: point_id(point.assignment))
+        """The measured points; any unreadable record is a BadStateError (a sweep never resumes past it)."""
+        read = self.read_points()
+        read.refuse("sweep log", self.reset_hint())
+        return read.items
+
+    def reset_hint(self) -> str:
+        session = "" if self.name == DEFAULT_SESSION else f" --session {self.name}"
+        return f"k26ctl sweep reset{session} puts back what was live and forgets the session"
 
     def interrupted(self) -> dict[str, Any] | None:
         """The last start record without its point record, if any."""

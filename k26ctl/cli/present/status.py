@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from k26ctl.deploy.status import StatusReport
+from k26ctl.termsafe import clean
 
 
 def status_text(report: StatusReport) -> str:
@@ -37,4 +38,6 @@ def status_text(report: StatusReport) -> str:
                 f"  {r.time} {r.kind:<8} {r.profile or '-':<28} {r.verdict:<10} unit {sha}"
                 f"{' restarted' if r.restarted else ''}{load} by {r.operator}"
             )
+    for problem in report.history_problems:
+        lines.append(f"  history line skipped: {clean(problem, limit=300)}")
     return "\n".join(lines)

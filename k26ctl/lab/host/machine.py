@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -151,18 +151,17 @@ def check_name(name: str) -> str:
 
 
 def load_state(name: str) -> LabHostState | None:
+    from k26ctl import statefile
+
     path = state_dir(check_name(name)) / "state.json"
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, ValueError) as exc:
-        raise K26Error(f"lab host {name}: unreadable state file {path}: {exc}") from None
-    known = {f.name for f in fields(LabHostState)}
-    try:
-        return LabHostState(**{k: v for k, v in data.items() if k in known})
-    except TypeError as exc:
-        raise K26Error(f"lab host {name}: incomplete state file {path}: {exc}") from None
+    return statefile.read_document(
+        path,
+        LabHostState,
+        what=f"lab host {name}: state file",
+        hint=f"stop its machine by hand (machinectl terminate k26lab-{name}), then remove {path.parent}",
+    )
 
 
 def _save_state(state: LabHostState) -> None:
