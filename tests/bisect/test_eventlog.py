@@ -42,14 +42,21 @@ def test_corrupt_middle_line_names_file_and_line(tmp_path: Path) -> None:
     write_lines(path, '{"event":"start","step":1}\n', "garbage\n", '{"event":"finish","step":1}\n')
     with pytest.raises(K26Error) as caught:
         EventLog(path, what="test log").records()
-    assert caught.value.message == f"{path}:2: not JSON"
+    assert caught.value.message == f"test log {path}:2: not JSON (Expecting value at line 1 column 1)"
     assert caught.value.hint == "remove the line or the session"
+    assert caught.value.exit_code == 78
 
 
-def test_blank_lines_and_non_object_records_are_skipped(tmp_path: Path) -> None:
+def test_blank_lines_are_skipped_and_a_record_that_is_not_an_object_is_named(tmp_path: Path) -> None:
     path = tmp_path / "s.log.jsonl"
-    write_lines(path, "\n", "[1, 2]\n", '{"event":"start","step":1}\n')
+    write_lines(path, "\n", '{"event":"start","step":1}\n')
     assert EventLog(path, what="test log").records() == [{"event": "start", "step": 1}]
+    write_lines(path, "\n", "[1, 2]\n", '{"event":"start","step":1}\n')
+    with pytest.raises(ConfigError) as caught:
+        EventLog(path, what="test log").records()
+    assert caught.value.message == f"test log {path}:2: a JSON list, not an object"
+    read = EventLog(path, what="test log").read(lambda record: dict)
+    assert read.items == [{"event": "start", "step": 1}]  # the rest is still read
 
 
 def test_interrupted_is_the_last_start_without_its_end(tmp_path: Path) -> None:
@@ -107,4 +114,4 @@ def test_nesting_past_the_limit_in_a_middle_line_is_the_not_json_error(tmp_path:
     write_lines(path, "[" * 5000 + "]" * 5000 + "\n", '{"event":"start","step":1}\n')
     with pytest.raises(K26Error) as caught:
         EventLog(path, what="test log").records()
-    assert caught.value.message == f"{path}:1: not JSON"
+    assert caught.value.message == f"test log {path}:1: nested deeper than 64 levels"

@@ -40,3 +40,19 @@ def scenario(host: HostCtl, tmp_path: Path) -> Scenario:
     sc = Scenario(host, tmp_path)
     sc.establish_old()
     return sc
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The hostile-state suite's count of inputs tried (the closing figure of its report)."""
+    import sys
+
+    module = sys.modules.get("tests.faults.test_hostile_state")
+    if module is None or not module.TRIED:
+        return
+    failed = [r for r in terminalreporter.stats.get("failed", []) if "test_hostile_state" in r.nodeid]
+    counts = ", ".join(f"{name} {n}" for name, n in sorted(module.TRIED.items()))
+    terminalreporter.write_line(
+        f"hostile state inputs tried: {sum(module.TRIED.values())} ({counts}); "
+        f"{module.OUTCOMES['read']} read, {module.OUTCOMES['refused']} refused with one line; "
+        f"failed tests: {len(failed)}"
+    )

@@ -308,7 +308,13 @@ def test_bisect_state_directory_problems_are_config_errors(
     else:
         monkeypatch.setenv("XDG_STATE_HOME", "relative/path")
         monkeypatch.setenv("HOME", "")
-        monkeypatch.setattr(Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(RuntimeError())))
+        monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+        import pwd
+
+        def no_entry(uid: int) -> object:
+            raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+        monkeypatch.setattr(pwd, "getpwuid", no_entry)
     search = ["--param", "spec.ddtree.budget", "--good", "7", "--bad", "16", "--no-deploy"]
     run = run_in_process(["bisect-config", PROFILE, *search, "--run", "true", "--yes"])
     assert_clean_failure(run, (78,))

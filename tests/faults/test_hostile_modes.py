@@ -4,6 +4,7 @@ Time and memory per mode are measured by benchmarks/hostile_server.py, not asser
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,6 +139,30 @@ def test_smoke_cli_against_every_hostile_mode(server: FakeSGLang) -> None:
         assert "\x1b" not in stream and "\u202e" not in stream
     if proc.returncode == 69:
         assert "error:" in proc.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("server", ["lone-surrogate"], indirect=True)
+def test_lone_surrogates_in_answers_are_a_finding_not_a_crash(server: FakeSGLang) -> None:
+    """JSON answers carrying "\\ud800" escapes (text long enough that the detectors encode it): the
+    decoding layer replaces them, smoke ends with a failed verdict and names them as a finding."""
+    proc = _cli_smoke(server, "--model", "m")
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "invalid_unicode" in proc.stdout + proc.stderr
+    proc.stdout.encode("utf-8")
+    as_json = _cli_smoke(server, "--model", "m", "--json")
+    assert as_json.returncode == 1
+    document = json.loads(as_json.stdout)
+    found = [
+        finding
+        for result in document["results"]
+        for finding in result["findings"]
+        if finding["detector"] == "invalid_unicode"
+    ]
+    assert len(found) == len(document["results"])  # every answer carried two
+    assert {finding["score"] for finding in found} == {2.0}
+    assert all(finding["severity"] == "fail" for finding in found)
 
 
 @pytest.mark.timeout(60)
