@@ -125,7 +125,7 @@ def parse_lines(
         except ValueError as exc:
             if torn_tail and index == len(numbered) - 1:
                 break
-            out.problems.append(RecordProblem(f"{shown}:{number}", "", f"not a record ({exc})"))
+            out.problems.append(RecordProblem(f"{shown}:{number}", "", str(exc)))
             continue
         if not isinstance(data, dict):
             kind = type(data).__name__ if data is not None else "null"
