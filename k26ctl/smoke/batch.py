@@ -32,7 +32,7 @@ PARALLEL_FROM = 4 * CHUNK  # fewer texts than this are scored in this process (w
 def default_workers() -> int:
     """$K26CTL_SCORE_WORKERS when set, else the CPUs this process may run on."""
     configured = os.environ.get("K26CTL_SCORE_WORKERS", "").strip()
-    if configured.isdigit() and int(configured) > 0:
+    if configured.isascii() and configured.isdigit() and int(configured) > 0:  # int("²") fails
         return int(configured)
     try:
         return len(os.sched_getaffinity(0))
