@@ -68,3 +68,19 @@ def test_a_missing_unit_and_unknown_patches() -> None:
         "ready: no (-)",
         "patches: unknown (sudo wants a password)",
     ]
+
+
+def test_unreadable_history_lines_are_listed_after_the_readable_ones() -> None:
+    from k26ctl.deploy.history import read_records, serialize
+
+    good = serialize([_record()]).rstrip("\n")
+    text = "\n".join([good, '{"time": "t", "load_seconds": "fast"}', good, "[1]"]) + "\n"
+    kept = read_records(text, "gpu1:/var/lib/k26ctl/sglang/history.jsonl")
+    assert len(kept.items) == 2
+    shown = status_text(_report(history=kept.items, history_problems=[p.one_line() for p in kept.problems]))
+    assert shown.splitlines()[-2:] == [
+        "  history line skipped: gpu1:/var/lib/k26ctl/sglang/history.jsonl:2: load_seconds: "
+        "Input should be a valid number, unable to parse string as a number",
+        "  history line skipped: gpu1:/var/lib/k26ctl/sglang/history.jsonl:4: a JSON list, not an object",
+    ]
+    assert shown.count(" deploy   ddtree-b7.yaml") == 2
