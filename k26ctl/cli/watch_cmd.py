@@ -1,0 +1,221 @@
+"""`k26ctl watch`: keep checking a serving server's answers (canary, probes, detectors, drift) between
+deploys; Prometheus metrics, alert rules, a systemd unit. `k26ctl watch PROFILE` is `watch run PROFILE`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from k26ctl.cli.common import accept_new_host_key_option, json_option, profile_argument, set_option
+
+SUBCOMMANDS = ("run", "rules", "install", "uninstall", "status", "logs", "history")
+
+
+class _RunByDefault(TyperGroup):
+    """`k26ctl watch PROFILE` and `k26ctl watch --url URL` mean `k26ctl watch run ...`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+watch_app = typer.Typer(
+    cls=_RunByDefault,
+    no_args_is_help=True,
+    help="Keep checking a serving server's answers between deploys (canary, Prometheus metrics, alerts).",
+    rich_markup_mode=None,
+)
+
+
+@watch_app.command("run")
+def run_command(
+    profile: str | None = profile_argument("Profile naming the server.", required=False),
+    overrides: list[str] = set_option(),
+    url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+    model: str | None = typer.Option(
+        None, "--model", help="Model name (default: the profile's or /v1/models)."
+    ),
+    suite: str | None = typer.Option(None, "--suite", help="Suite the canary's prompts come from."),
+    interval: float = typer.Option(60.0, "--interval", help="Seconds between cycles (jittered by 10 %)."),
+    once: bool = typer.Option(False, "--once", help="One cycle (re-checked if bad), exit 0/1/69 as smoke."),
+    as_json: bool = json_option("One JSON object per cycle on stdout (JSON Lines)."),
+    metrics_port: int | None = typer.Option(None, "--metrics-port", help="Serve Prometheus metrics here."),
+    metrics_address: str = typer.Option(
+        "127.0.0.1", "--metrics-address", help="Address to serve metrics on."
+    ),
+    textfile: Path | None = typer.Option(
+        None, "--textfile", metavar="FILE", help="Also write node_exporter textfile metrics (atomically)."
+    ),
+    rebaseline: bool = typer.Option(
+        False, "--rebaseline", help="Forget the baseline; the next healthy cycle records it."
+    ),
+    prompts: int = typer.Option(3, "--prompts", min=2, help="Canary prompts, all in flight together."),
+    max_tokens: int = typer.Option(64, "--max-tokens", min=8, help="Output tokens per canary answer."),
+    probe_positions: int = typer.Option(32, "--probe-positions", min=1, help="Tokens probed per answer."),
+    request_timeout: float = typer.Option(30.0, "--request-timeout", help="Seconds per canary request."),
+    max_latency: float | None = typer.Option(
+        None, "--max-latency", help="Degraded above this many seconds per request."
+    ),
+    max_queue: float = typer.Option(
+        1, "--max-queue", help="Skip the cycle (back off) at this many queued requests."
+    ),
+    cycles: int | None = typer.Option(None, "--cycles", min=1, help="Stop after this many steps."),
+    api_key_env: str | None = typer.Option(
+        None, "--api-key-env", metavar="VAR", help="Variable holding the API key."
+    ),
+    accept_new_host_key: bool = accept_new_host_key_option(),
+) -> None:
+    """Watch PROFILE's server (or --url): a light canary every interval; healthy, degraded, failing or
+    unreachable."""
+    from k26ctl.cli.smoke_cmd import check_base_url
+    from k26ctl.errors import UsageError
+
+    if (profile is None) == (url is None):
+        raise UsageError(
+            "give either a PROFILE or --url URL", "e.g. k26ctl watch ddtree-b7, or --url http://..."
+        )
+    if url is not None:
+        if overrides:
+            raise UsageError("--set applies to a profile, not to --url")
+        check_base_url(url)
+    if not 0 < interval <= 86400:
+        raise UsageError(f"--interval {interval:g}: expected seconds in (0, 86400]", "e.g. --interval 60")
+    if not 0 < request_timeout <= 600:
+        raise UsageError(f"--request-timeout {request_timeout:g}: expected seconds in (0, 600]")
+    if metrics_port is not None and not 0 < metrics_port < 65536:
+        raise UsageError(f"--metrics-port {metrics_port}: not a port number", "e.g. --metrics-port 9469")
+    from k26ctl.watch.service import RunRequest, run_watch
+
+    code = run_watch(
+        RunRequest(
+            profile=profile,
+            overrides=overrides,
+            url=url,
+            model=model,
+            suite=suite,
+            interval=interval,
+            once=once,
+            as_json=as_json,
+            metrics_port=metrics_port,
+            metrics_address=metrics_address,
+            textfile=textfile,
+            rebaseline=rebaseline,
+            prompts=prompts,
+            max_tokens=max_tokens,
+            probe_positions=probe_positions,
+            request_timeout=request_timeout,
+            max_latency=max_latency,
+            max_queue=max_queue,
+            cycles=cycles,
+            api_key_env=api_key_env,
+            accept_new_host_key=accept_new_host_key,
+        ),
+        _printer(as_json),
+    )
+    raise typer.Exit(code)
+
+
+def _printer(as_json: bool) -> Any:
+    """One JSON line per record on stdout, or one readable line on stderr."""
+    import json
+
+    from k26ctl.termsafe import clean
+
+    def emit(record: dict[str, Any]) -> None:
+        if as_json:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sys.stdout.flush()
+            return
+        sys.stderr.write(clean(_line(record), limit=2000) + "\n")
+        sys.stderr.flush()
+
+    return emit
+
+
+def _line(record: dict[str, Any]) -> str:
+    if "message" in record:
+        return f"watch: {record['message']}"
+    parts = [f"{record.get('time', '')} {record.get('state')}"]
+    if record.get("verdict") == "skipped":
+        return f"{parts[0]}: cycle skipped, {record.get('reason', '')}"
+    if record.get("changed"):
+        parts[0] += " (changed)"
+    probes = (record.get("evidence") or {}).get("probes")
+    details = [f"cycle {record.get('cycle_s', 0):.1f} s", f"{record.get('requests', 0)} requests",
+               f"{record.get('generated_tokens', 0)} tokens"]  # fmt: skip
+    if probes:
+        details.append(f"probes {probes['mismatches']}/{probes['checked']}")
+    if record.get("accept_length"):
+        details.append(f"accept {record['accept_length']:.2f}")
+    line = f"{parts[0]}: " + ", ".join(details)
+    reasons = record.get("reasons") or []
+    if reasons and record.get("verdict") != "healthy":
+        line += "; " + "; ".join(str(r) for r in reasons[:3])
+    first = (record.get("evidence") or {}).get("first_mismatch")
+    if first:
+        line += "; " + _mismatch(first)
+    return line
+
+
+@watch_app.command("rules")
+def rules_command() -> None:
+    """Print the Prometheus alert rules for the watcher's metrics."""
+    from k26ctl.watch.rules import alert_rules
+
+    sys.stdout.write(alert_rules())
+
+
+@watch_app.command("history")
+def history_command(
+    profile: str | None = profile_argument("Profile naming the server.", required=False),
+    url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+    as_json: bool = json_option("One JSON object per state change (JSON Lines)."),
+    lines: int = typer.Option(20, "--lines", "-n", help="How many recent changes."),
+) -> None:
+    """The watcher's state changes for PROFILE (or --url), with their evidence."""
+    import json
+
+    from k26ctl.errors import UsageError
+    from k26ctl.watch.service import target_store_key
+    from k26ctl.watch.store import WatchStore
+
+    if (profile is None) == (url is None):
+        raise UsageError("give either a PROFILE or --url URL")
+    store = WatchStore.for_target(target_store_key(profile, url), create=False)
+    records = store.read_history()[-lines:] if lines > 0 else []
+    for record in records:
+        if as_json:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(_change_line(record) + "\n")
+    if not records and not as_json:
+        print(f"no state changes recorded in {store.history}", file=sys.stderr)
+
+
+def _change_line(record: dict[str, Any]) -> str:
+    from k26ctl.termsafe import clean
+
+    line = f"{record.get('time')} {record.get('before')} -> {record.get('after')}"
+    reasons = record.get("reasons") or []
+    if reasons:
+        line += ": " + "; ".join(str(r) for r in reasons[:2])
+    first = (record.get("evidence") or {}).get("first_mismatch")
+    if first:
+        line += f" ({_mismatch(first)})"
+    return clean(line, limit=2000)
+
+
+def _mismatch(first: dict[str, Any]) -> str:
+    return (
+        f"first mismatch {first.get('prompt_id')} token {first.get('position')}: "
+        f"expected {first.get('expected')!r} got {first.get('got')!r}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(watch_app, name="watch")
