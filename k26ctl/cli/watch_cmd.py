@@ -8,31 +8,24 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
-from k26ctl.cli.common import accept_new_host_key_option, json_option, profile_argument, set_option
-
-SUBCOMMANDS = ("run", "rules", "install", "uninstall", "status", "logs", "history")
-
-
-class _RunByDefault(TyperGroup):
-    """`k26ctl watch PROFILE` and `k26ctl watch --url URL` mean `k26ctl watch run ...`."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-watch_app = typer.Typer(
-    cls=_RunByDefault,
-    no_args_is_help=True,
-    help="Keep checking a serving server's answers between deploys (canary, Prometheus metrics, alerts).",
-    rich_markup_mode=None,
+from k26ctl.cli.common import (
+    DefaultCommandGroup,
+    accept_new_host_key_option,
+    json_option,
+    profile_argument,
+    set_option,
 )
 
+class _WatchGroup(DefaultCommandGroup):
+    """`k26ctl watch PROFILE` and `k26ctl watch --url URL` mean `k26ctl watch run ...`."""
 
-@watch_app.command("run")
+    default_command = "run"
+
+
+HELP = "Keep checking a serving server's answers between deploys (canary, Prometheus metrics, alerts)."
+
+
 def run_command(
     profile: str | None = profile_argument("Profile naming the server.", required=False),
     overrides: list[str] = set_option(),
@@ -162,7 +155,6 @@ def _line(record: dict[str, Any]) -> str:
     return line
 
 
-@watch_app.command("rules")
 def rules_command() -> None:
     """Print the Prometheus alert rules for the watcher's metrics."""
     from k26ctl.watch.rules import alert_rules
@@ -170,7 +162,6 @@ def rules_command() -> None:
     sys.stdout.write(alert_rules())
 
 
-@watch_app.command("history")
 def history_command(
     profile: str | None = profile_argument("Profile naming the server.", required=False),
     url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
@@ -218,4 +209,8 @@ def _mismatch(first: dict[str, Any]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(watch_app, name="watch")
+    group = typer.Typer(cls=_WatchGroup, help=HELP, no_args_is_help=True)
+    group.command("run")(run_command)
+    group.command("rules")(rules_command)
+    group.command("history")(history_command)
+    app.add_typer(group, name="watch")

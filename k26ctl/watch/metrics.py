@@ -14,7 +14,6 @@ from pathlib import Path
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    Enum,
     Gauge,
     Histogram,
     start_http_server,
@@ -45,8 +44,10 @@ class WatchMetrics:
         self.registry = registry or CollectorRegistry()
         self.identity = identity
         r, labels = self.registry, LABELS
-        self._state = Enum(
-            f"{PREFIX}_state", "The watcher's confirmed state", labels, registry=r, states=[UNKNOWN, *STATES]
+        # One series per state, 1 for the current one (the OpenMetrics StateSet layout, with the usual
+        # `state` label that alert rules select on)
+        self._state = Gauge(
+            f"{PREFIX}_state", "The watcher's confirmed state (1: current)", (*labels, "state"), registry=r
         )
         self._cycles = Counter(
             f"{PREFIX}_cycles", "Canary cycles by verdict", (*labels, "verdict"), registry=r
@@ -112,7 +113,8 @@ class WatchMetrics:
         return self.identity.labels()
 
     def set_state(self, state: str) -> None:
-        self._state.labels(**self._l()).state(state)
+        for name in (UNKNOWN, *STATES):
+            self._state.labels(**self._l(), state=name).set(1.0 if name == state else 0.0)
 
     def record_cycle(self, cycle: CycleResult, verdict: Verdict) -> None:
         labels = self._l()
