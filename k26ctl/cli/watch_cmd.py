@@ -17,6 +17,7 @@ from k26ctl.cli.common import (
     set_option,
 )
 
+
 class _WatchGroup(DefaultCommandGroup):
     """`k26ctl watch PROFILE` and `k26ctl watch --url URL` mean `k26ctl watch run ...`."""
 
