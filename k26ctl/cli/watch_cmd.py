@@ -209,9 +209,165 @@ def _mismatch(first: dict[str, Any]) -> str:
     )
 
 
+def _scope_options() -> Any:
+    return typer.Option(None, "--scope", help="systemd manager: system (default as root) or user.")
+
+
+def _unit_dir_option() -> Any:
+    return typer.Option(
+        None, "--unit-dir", metavar="DIR", help="Write the unit here instead (with --no-start)."
+    )
+
+
+def install_command(
+    profile: str | None = profile_argument("Profile naming the server.", required=False),
+    overrides: list[str] = set_option(),
+    url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+    suite: str | None = typer.Option(None, "--suite", help="Suite the canary's prompts come from."),
+    interval: float = typer.Option(60.0, "--interval", help="Seconds between cycles."),
+    metrics_port: int | None = typer.Option(9469, "--metrics-port", help="Prometheus port (0: none)."),
+    metrics_address: str = typer.Option(
+        "127.0.0.1", "--metrics-address", help="Address to serve metrics on."
+    ),
+    textfile: Path | None = typer.Option(None, "--textfile", metavar="FILE", help="node_exporter textfile."),
+    as_json: bool = typer.Option(False, "--json", help="The service logs JSON lines."),
+    scope: str | None = _scope_options(),
+    unit_dir: Path | None = _unit_dir_option(),
+    no_start: bool = typer.Option(
+        False, "--no-start", help="Write the unit only; do not enable or start it."
+    ),
+) -> None:
+    """Install the watcher as a systemd service on this machine (verified, written atomically, started)."""
+    from k26ctl.errors import UsageError
+    from k26ctl.watch import unit
+
+    if (profile is None) == (url is None):
+        raise UsageError("give either a PROFILE or --url URL")
+    if unit_dir is not None and not no_start:
+        raise UsageError("--unit-dir writes the unit only", "add --no-start")
+    if not 0 < interval <= 86400:
+        raise UsageError(f"--interval {interval:g}: expected seconds in (0, 86400]")
+    args, label, key = _watch_args(profile, overrides, url)
+    if suite:
+        args += ["--suite", str(Path(suite).resolve()) if Path(suite).exists() else suite]
+    args += ["--interval", f"{interval:g}"]
+    if metrics_port:
+        args += ["--metrics-port", str(metrics_port), "--metrics-address", metrics_address]
+    if textfile is not None:
+        args += ["--textfile", str(textfile.resolve())]
+    if as_json:
+        args.append("--json")
+    place = unit.default_place(scope, unit_dir)
+    name = unit.unit_name(key)
+    path = unit.install(place, name, unit.render_unit(label, args, place.scope), start=not no_start)
+    print(f"{'wrote' if no_start else 'installed and started'} {path}")
+
+
+def _watch_args(profile: str | None, overrides: list[str], url: str | None) -> tuple[list[str], str, str]:
+    """The `watch run` arguments naming the target, its label and its state key."""
+    from k26ctl.watch.store import target_key
+
+    if url is not None:
+        from k26ctl.cli.smoke_cmd import check_base_url
+
+        check_base_url(url)
+        return ["--url", url], url, target_key(None, url)
+    from k26ctl.profile import load_profile
+
+    loaded = load_profile(profile or "", overrides)
+    where = str(loaded.path.resolve()) if loaded.path else profile or ""
+    name = loaded.profile.name or (loaded.path.stem if loaded.path else where)
+    args = [where]
+    for item in overrides:
+        args += ["--set", item]
+    return args, name, target_key(name, None)
+
+
+def uninstall_command(
+    profile: str | None = profile_argument("Profile naming the server.", required=False),
+    overrides: list[str] = set_option(),
+    url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+    scope: str | None = _scope_options(),
+    unit_dir: Path | None = _unit_dir_option(),
+) -> None:
+    """Stop, disable and remove the watcher's systemd service."""
+    from k26ctl.errors import UsageError
+    from k26ctl.watch import unit
+
+    if (profile is None) == (url is None):
+        raise UsageError("give either a PROFILE or --url URL")
+    _, _, key = _watch_args(profile, overrides, url)
+    place = unit.default_place(scope, unit_dir)
+    name = unit.unit_name(key)
+    removed = unit.uninstall(place, name, stop=unit_dir is None)
+    print(
+        f"removed {place.directory / name}" if removed else f"{name} was not installed in {place.directory}"
+    )
+
+
+def service_status_command(
+    profile: str | None = profile_argument("Profile naming the server.", required=False),
+    overrides: list[str] = set_option(),
+    url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+    scope: str | None = _scope_options(),
+    as_json: bool = json_option(),
+) -> None:
+    """The watcher service's state and its last verdict."""
+    import json
+
+    from k26ctl.errors import UsageError
+    from k26ctl.watch import unit
+    from k26ctl.watch.store import WatchStore
+
+    if (profile is None) == (url is None):
+        raise UsageError("give either a PROFILE or --url URL")
+    _, _, key = _watch_args(profile, overrides, url)
+    last = WatchStore.for_target(key, create=False).read_last()
+    place = unit.default_place(scope, None)
+    service = unit.service_status(place, unit.unit_name(key))
+    if as_json:
+        print(json.dumps({"service": service, "last": last}, ensure_ascii=False))
+        return
+    print(service)
+    print(last_verdict_line(last))
+
+
+def last_verdict_line(last: dict[str, Any] | None) -> str:
+    from k26ctl.termsafe import clean
+
+    if not last:
+        return "watch: no verdict recorded yet"
+    line = f"watch: {last.get('state')} (last cycle {last.get('time')}: {last.get('verdict')})"
+    reasons = last.get("reasons") or []
+    if reasons and last.get("verdict") != "healthy":
+        line += "; " + str(reasons[0])
+    return clean(line, limit=500)
+
+
+def logs_command(
+    profile: str | None = profile_argument("Profile naming the server.", required=False),
+    overrides: list[str] = set_option(),
+    url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
+    scope: str | None = _scope_options(),
+    lines: int = typer.Option(50, "--lines", "-n", help="How many recent lines."),
+) -> None:
+    """The watcher service's journal."""
+    from k26ctl.errors import UsageError
+    from k26ctl.watch import unit
+
+    if (profile is None) == (url is None):
+        raise UsageError("give either a PROFILE or --url URL")
+    _, _, key = _watch_args(profile, overrides, url)
+    print(unit.service_logs(unit.default_place(scope, None), unit.unit_name(key), lines))
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(cls=_WatchGroup, help=HELP, no_args_is_help=True)
     group.command("run")(run_command)
     group.command("rules")(rules_command)
     group.command("history")(history_command)
+    group.command("install")(install_command)
+    group.command("uninstall")(uninstall_command)
+    group.command("status")(service_status_command)
+    group.command("logs")(logs_command)
     app.add_typer(group, name="watch")

@@ -12,10 +12,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from k26ctl.errors import ConfigError
 from k26ctl.outputs import write_atomic
 from k26ctl.statedir import ensure_dir, state_root
+
+if TYPE_CHECKING:
+    from k26ctl.profile import LoadedProfile
 
 MAX_HISTORY = 1000
 
@@ -83,6 +87,15 @@ class WatchStore:
             if isinstance(item, dict):
                 out.append(item)
         return out
+
+
+def last_verdict(loaded: LoadedProfile) -> dict[str, Any] | None:
+    """The last record of this machine's watcher of `loaded`'s server (None: never watched here)."""
+    name = loaded.profile.name or (loaded.path.stem if loaded.path else "")
+    try:
+        return WatchStore.for_target(target_key(name, None), create=False).read_last()
+    except ConfigError:  # no usable state directory: nothing was recorded
+        return None
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
