@@ -62,6 +62,7 @@ class Watcher:
         emit: Callable[[dict[str, Any]], None] | None = None,
         api_key: str | None = None,
         label: str = "",
+        on_change: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.open_target = open_target
         self.suite = suite
@@ -71,6 +72,7 @@ class Watcher:
         self.emit = emit or (lambda _record: None)
         self.api_key = api_key
         self.label = label
+        self.on_change = on_change
         self.machine = StateMachine()
         self.stop = threading.Event()
         self.cycles = 0
@@ -136,16 +138,20 @@ class Watcher:
             if self.machine.unconfirmed > unconfirmed_before:
                 self.metrics.record_unconfirmed()
         if transition.changed:
-            self.store.append_history(
-                {
-                    "time": record["time"],
-                    "before": transition.before,
-                    "after": transition.after,
-                    "target": self.label,
-                    "reasons": shown.reasons,
-                    "evidence": shown.evidence,
-                }
-            )
+            change = {
+                "time": record["time"],
+                "before": transition.before,
+                "after": transition.after,
+                "target": self.label,
+                "reasons": shown.reasons,
+                "evidence": shown.evidence,
+            }
+            self.store.append_history(change)
+            if self.on_change is not None:
+                try:
+                    self.on_change(change)
+                except K26Error as exc:  # the host may be the thing that is down: keep watching
+                    record["host_history_error"] = exc.one_line()
         self.store.write_last(record)
         self.emit(record)
         return StepOutcome(record, self.machine.state)

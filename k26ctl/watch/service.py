@@ -106,8 +106,22 @@ def make_watcher(request: RunRequest, emit: Emit) -> tuple[Watcher, WatchMetrics
         canary=canary,
         rules=JudgeRules(max_latency=request.max_latency),
     )
+    on_change = None
+    if target.profile is not None:
+        from k26ctl.watch.host_history import record_on_host
+
+        profile, accept = target.profile.profile, target.accept_new_host_key
+        on_change = lambda change: record_on_host(profile, change, accept)  # noqa: E731
     watcher = Watcher(
-        target.open, target.suite, config, store, metrics, emit_and_export, target.api_key, target.label
+        target.open,
+        target.suite,
+        config,
+        store,
+        metrics,
+        emit_and_export,
+        target.api_key,
+        target.label,
+        on_change=on_change,
     )
     return watcher, metrics
 
