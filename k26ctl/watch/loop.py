@@ -3,9 +3,10 @@
 Each step reads the server's load first; while requests queue (`max_queue` or more waiting) the cycle
 is skipped and the next wait doubles, up to `max_backoff` times the interval. Otherwise the canary runs,
 is judged, and, when its verdict differs from the state, is re-checked at once (machine.py). A
-step's cost is bounded: a fixed number of requests of capped length, each within `request_timeout`,
-so a step takes at most about 2 x (4 x request_timeout) even against a server that answers nothing in
-time (a cycle and its re-check, each in four rounds: identity, answers, server info, probes).
+step's cost is bounded: at most two cycles, each a fixed number of requests of capped length (18 at
+the defaults: identity, server info, token-id check, the prompts, the flush, the probes' batches)
+sent in about ten rounds one after the other, each request within `request_timeout`. So even a
+server that answers nothing in time holds a step for a bounded time, and the cost is reported.
 """
 
 from __future__ import annotations

@@ -280,3 +280,13 @@ def test_rules_prints_the_shipped_alert_rules() -> None:
     assert proc.returncode == 0 and proc.stdout == alert_rules()
     names = [r["alert"] for g in yaml.safe_load(proc.stdout)["groups"] for r in g["rules"]]
     assert {"K26ServerFailing", "K26ServerUnreachable", "K26CanaryStale"} <= set(names)
+
+
+def test_rebaseline_forgets_the_stored_baseline_and_says_so(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9"
+    baseline = tmp_path / "k26ctl" / "watch" / target_key(None, url) / "baseline.json"
+    baseline.parent.mkdir(parents=True)
+    baseline.write_text("{}")
+    proc = _k26("watch", "--url", url, "--once", "--rebaseline", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert proc.returncode == 69 and not baseline.exists()
+    assert f"baseline {baseline} removed" in proc.stderr
