@@ -1,9 +1,16 @@
 """How busy the server is, from its own Prometheus endpoint (`/metrics`, SGLang's --enable-metrics).
 
-`sglang:num_queue_reqs` (waiting) and `sglang:num_running_reqs` (in a batch), summed over the
-endpoint's label sets (one per model / TP rank group). The watcher skips a cycle and backs off while
-requests queue (the server is saturated; a canary would only add to the wait), and never flushes the
-prefix cache while anyone else's request runs or waits (a flush would throw away their cached prefixes).
+`sglang:num_queue_reqs` (waiting) and `sglang:num_running_reqs` (in a batch). SGLang 0.5.15 reports
+them from attention-TP rank 0 only, one label set per DP rank (and per model); with
+--enable-metrics-for-all-schedulers every TP rank repeats the same figures. So the series are grouped
+by their labels without `tp_rank`/`pp_rank`, the largest value of a group is taken, and the groups
+are summed (observability/metrics_collector.py, SchedulerMetricsCollector.init_new).
+
+The watcher skips a cycle and backs off while requests queue (the server is saturated; a canary would
+only add to the wait), and never flushes the prefix cache while anyone else's request runs or waits
+(a flush would throw away their cached prefixes). SGLang's own /flush_cache refuses (400) while
+requests run or wait, so where /metrics is off the server's rule still holds at the instant of the
+flush.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 QUEUE = "sglang:num_queue_reqs"
 RUNNING = "sglang:num_running_reqs"
 _MAX_BODY = 4 << 20
+_RANK_LABELS = ("tp_rank", "pp_rank")
 
 
 @dataclass(frozen=True)
@@ -30,14 +38,19 @@ class Load:
 
 def parse_load(text: str) -> Load | None:
     """The queue and running counts in a Prometheus text exposition; None when it has neither."""
-    totals: dict[str, float] = {}
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name in (QUEUE, RUNNING):
-                    totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+                    labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k not in _RANK_LABELS))
+                    key = (sample.name, labels)
+                    groups[key] = max(groups.get(key, 0.0), float(sample.value))
     except ValueError:
         return None
+    totals: dict[str, float] = {}
+    for (name, _), value in groups.items():
+        totals[name] = totals.get(name, 0.0) + value
     if not totals:
         return None
     return Load(totals.get(QUEUE, 0.0), totals.get(RUNNING, 0.0))

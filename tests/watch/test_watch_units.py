@@ -101,6 +101,12 @@ def test_load_sums_the_servers_label_sets_and_refuses_a_flush_while_busy() -> No
     assert flush_refusal(Load(0.0, 0.0)) is None
     assert flush_refusal(None) is None  # no /metrics: SGLang's own flush refuses a busy server
     assert parse_load("# nothing here\n") is None
+    # every TP rank repeating its scheduler's figures (--enable-metrics-for-all-schedulers) counts once
+    ranks = "".join(
+        f'sglang:num_queue_reqs{{model_name="a",tp_rank="{r}",dp_rank="0"}} 2.0\n' for r in range(8)
+    )
+    ranks += 'sglang:num_queue_reqs{model_name="a",tp_rank="0",dp_rank="1"} 1.0\n'
+    assert parse_load(ranks) == Load(queued=3.0, running=0.0)
     assert parse_load("garbage{{{ 1\n") is None
 
 
