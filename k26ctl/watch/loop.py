@@ -188,16 +188,19 @@ class Watcher:
         return max(0.0, base * (1.0 + self._random.uniform(-self.config.jitter, self.config.jitter)))
 
     def run(self, max_steps: int | None = None, on_step: Callable[[StepOutcome], None] | None = None) -> str:
-        """Steps until `stop` is set (or `max_steps`), waiting the jittered interval in between."""
+        """Steps until `stop` is set (or `max_steps`), one starting every jittered interval."""
         steps = 0
         while not self.stop.is_set():
+            started = time.monotonic()
             outcome = self.step()
             if on_step is not None:
                 on_step(outcome)
             steps += 1
             if max_steps is not None and steps >= max_steps:
                 break
-            self.stop.wait(self.next_wait())
+            # steps start every interval (not an interval after the last one ended): a fault is seen
+            # by the step that starts next, however long the steps take
+            self.stop.wait(max(0.0, self.next_wait() - (time.monotonic() - started)))
         return self.machine.state
 
 
