@@ -6,8 +6,8 @@ a batch costs what it would on a GPU rather than what two CPU cores make of it):
    (bounded: at most LOAD_REQUESTS requests); generated tokens per second from the server's own
    /metrics counters (sglang:generation_tokens_total), and prompt tokens the same way;
 2. the canary: CYCLES default watcher cycles on the idle server; per cycle the server's counter deltas
-   (generated tokens, prompt tokens as the server counts them: the probes' prefixes in full, although
-   the prefix cache serves most of them), the HTTP requests the watcher reports, and the cycle's time.
+   (generated tokens; prompt tokens sent, and computed: less sglang:cached_tokens_total, the probes'
+   prefixes come mostly from the prefix cache), the HTTP requests the watcher reports, the cycle's time.
 Share at the default 60 s interval = canary tokens per cycle / (capacity tokens per second x 60).
 
     python3 benchmarks/watch_overhead.py
@@ -46,7 +46,11 @@ def counters(url: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name in ("sglang:generation_tokens_total", "sglang:prompt_tokens_total"):
+            if sample.name in (
+                "sglang:generation_tokens_total",
+                "sglang:prompt_tokens_total",
+                "sglang:cached_tokens_total",
+            ):
                 out[sample.name] = out.get(sample.name, 0.0) + sample.value
     return out
 
@@ -77,13 +81,19 @@ def capacity(url: str, concurrency: int, max_new: int, seconds: float, limit: in
         t.join()
     elapsed, after = time.monotonic() - started, counters(url)
     gen = after["sglang:generation_tokens_total"] - before["sglang:generation_tokens_total"]
-    prompt = after["sglang:prompt_tokens_total"] - before["sglang:prompt_tokens_total"]
     return {
         "seconds": elapsed,
         "requests": sent[0],
         "gen_tok_s": gen / elapsed,
-        "prompt_tok_s": prompt / elapsed,
+        "computed_prompt_tok_s": computed(before, after) / elapsed,
     }
+
+
+def computed(before: dict[str, float], after: dict[str, float]) -> float:
+    """Prompt tokens the server computed between two readings (the prefix cache's share taken out)."""
+    prompt = after["sglang:prompt_tokens_total"] - before["sglang:prompt_tokens_total"]
+    cached = after.get("sglang:cached_tokens_total", 0.0) - before.get("sglang:cached_tokens_total", 0.0)
+    return prompt - cached
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,27 +128,30 @@ def main(argv: list[str] | None = None) -> int:
                 "cycle_s": record["cycle_s"],
                 "gen": after["sglang:generation_tokens_total"] - before["sglang:generation_tokens_total"],
                 "prompt": after["sglang:prompt_tokens_total"] - before["sglang:prompt_tokens_total"],
+                "computed_prompt": computed(before, after),
                 "watcher_tokens": record["generated_tokens"],
             })  # fmt: skip
             print("cycle:", json.dumps(rows[-1]), flush=True)
     gen = statistics.mean(r["gen"] for r in rows)
     prompt = statistics.mean(r["prompt"] for r in rows)
+    computed_prompt = statistics.mean(r["computed_prompt"] for r in rows)
     cycle_s = statistics.median(r["cycle_s"] for r in rows)
     gen_share = gen / (cap["gen_tok_s"] * INTERVAL)
-    all_share = (gen + prompt) / ((cap["gen_tok_s"] + cap["prompt_tok_s"]) * INTERVAL)
+    all_share = (gen + computed_prompt) / ((cap["gen_tok_s"] + cap["computed_prompt_tok_s"]) * INTERVAL)
     print(
         f"\nprofile {args.profile}, K26LAB_STEP_COST={args.step_cost or '(none)'}, "
         f"load {args.concurrency} in flight"
     )
     print("| figure | value |\n|---|---|")
     print(f"| server capacity, generated tokens/s | {cap['gen_tok_s']:.1f} |")
-    print(f"| server capacity, prompt tokens/s | {cap['prompt_tok_s']:.1f} |")
+    print(f"| server capacity, computed prompt tokens/s | {cap['computed_prompt_tok_s']:.1f} |")
     print(f"| canary per cycle: HTTP requests | {statistics.mean(r['requests'] for r in rows):.1f} |")
     print(f"| canary per cycle: generated tokens (server counter) | {gen:.0f} |")
-    print(f"| canary per cycle: prompt tokens (server counter, cached prefixes included) | {prompt:.0f} |")
+    print(f"| canary per cycle: prompt tokens sent (server counter) | {prompt:.0f} |")
+    print(f"| canary per cycle: prompt tokens computed (less cached_tokens_total) | {computed_prompt:.0f} |")
     print(f"| canary cycle time (median, idle server) | {cycle_s:.2f} s |")
     print(f"| share of generated-token throughput at {INTERVAL:g} s | {gen_share:.3%} |")
-    print(f"| share of all tokens (generated + prompt) at {INTERVAL:g} s | {all_share:.3%} |")
+    print(f"| share of all computed tokens (generated + prompt) at {INTERVAL:g} s | {all_share:.3%} |")
     print(f"| canary latency / interval (the server batches others meanwhile) | {cycle_s / INTERVAL:.3%} |")
     return 0
 
