@@ -9,7 +9,7 @@ back (interval 0) for CYCLES steps per server. Reported: steps, canary cycles (r
 cycles that a re-check did not confirm, state changes away from healthy (the figure that must be 0),
 cycle time, probe mismatches and baseline drift seen along the way.
 
-    python3 benchmarks/watch_false_alarms.py --steps 90        # 6 servers x 90 = 540 steps
+    python3 benchmarks/watch_false_alarms.py --steps 170       # 3 servers x 170 = 510 steps
 """
 
 from __future__ import annotations
@@ -34,7 +34,11 @@ from k26ctl.watch.store import WatchStore  # noqa: E402
 from tests.support.lab_server import lab_server  # noqa: E402
 
 CONFIGS = [("none", False), ("ddtree-b7", False), ("ddtree-b16-patched", True)]
-NOISE = [(0.5, 0.5), (0.25, 1.0)]  # RATE:GAP, the settings benchmarks/probe_calibration.py sweeps
+# RATE:GAP. 0.25:0.5 is the setting the probes' pass rule was calibrated at (about 0.3 % of greedy
+# tokens flip per pass; benchmarks/README.md, "Self-consistency probes"). probe_calibration.py's
+# tolerance sweeps (0.5:0.5, 0.25:1.0) go past it: at 0.25:1.0 the lab model itself derails after a
+# flip (smoke failed 2 of 4 such runs on empty answers), which a watcher must report.
+DEFAULT_NOISE = "0.25:0.5"
 
 
 def run_server(profile: str, patched: bool, rate: float, gap: float, seed: int, steps: int) -> dict[str, Any]:
@@ -47,6 +51,7 @@ def run_server(profile: str, patched: bool, rate: float, gap: float, seed: int, 
     verdicts: Counter[str] = Counter()
     cycle_s: list[float] = []
     mismatches = drifted = 0
+    bad: list[dict[str, Any]] = []
     with lab_server(profile, patched=patched, env=env) as server, tempfile.TemporaryDirectory() as tmp:
         target = url_target(server.url, None, "lab", None, canary)
         watcher = Watcher(
@@ -58,6 +63,8 @@ def run_server(profile: str, patched: bool, rate: float, gap: float, seed: int, 
             cycle_s.append(record["cycle_s"])
             mismatches += (record.get("evidence") or {}).get("probes", {}).get("mismatches", 0)
             drifted += record.get("drifted", 0)
+            if record["verdict"] != "healthy":
+                bad.append({"verdict": record["verdict"], "reasons": record.get("reasons", [])[:3]})
     away = [t for t in watcher.machine.changes if t.before != "unknown" or t.after != "healthy"]
     return {
         "profile": profile,
@@ -72,6 +79,7 @@ def run_server(profile: str, patched: bool, rate: float, gap: float, seed: int, 
         "cycle_s_median": round(statistics.median(cycle_s), 3),
         "probe_mismatches": mismatches,
         "drifted_answers": drifted,
+        "bad_verdicts": bad,
     }
 
 
@@ -81,12 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--steps", type=int, default=90, help="watcher steps per server (default 90)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--noise", nargs="*", default=[DEFAULT_NOISE], metavar="RATE:GAP")
+    parser.add_argument("--profiles", nargs="*", default=[p for p, _ in CONFIGS], help="lab profiles")
+    parser.add_argument("--seed", type=int, default=0, help="first K26LAB_NEAR_TIE_SEED - 1")
     args = parser.parse_args(argv)
     rows = []
     started = time.monotonic()
-    seed = 0
-    for rate, gap in NOISE:
-        for profile, patched in CONFIGS:
+    seed = args.seed
+    for noise in args.noise:
+        rate, gap = (float(x) for x in noise.split(":"))
+        for profile, patched in [c for c in CONFIGS if c[0] in args.profiles]:
             seed += 1
             rows.append(run_server(profile, patched, rate, gap, seed, args.steps))
             print(json.dumps(rows[-1]), flush=True)
