@@ -17,17 +17,20 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   command -v ip >/dev/null || missing+=(iproute2)
-  # watch: promtool tests the alert rules, a real Prometheus scrapes `k26ctl watch` in the lab tests
-  [ "$want_test" = 1 ] && { command -v promtool >/dev/null || missing+=(prometheus); }
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
-    # policy-rc.d 101: no package may start its service (Prometheus would listen on all interfaces)
-    had_policy=0; [ -e /usr/sbin/policy-rc.d ] && had_policy=1
-    [ "$had_policy" = 1 ] || printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    [ "$had_policy" = 1 ] || rm -f /usr/sbin/policy-rc.d
-    # where an init did start it anyway, stop it: the tests run their own on loopback
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  # watch: promtool tests the alert rules; the lab tests run a real Prometheus on loopback. The
+  # package must not start its own (on all interfaces): policy-rc.d 101 for the install, no recommends.
+  if [ "$want_test" = 1 ] && ! command -v promtool >/dev/null; then
+    [ ${#missing[@]} -gt 0 ] || apt-get update -qq
+    policy_made=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy_made=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    [ "$policy_made" = 0 ] || rm -f /usr/sbin/policy-rc.d
     if command -v systemctl >/dev/null && systemctl is-active -q prometheus 2>/dev/null; then
       systemctl disable --now prometheus >/dev/null 2>&1 || true
     fi
