@@ -21,6 +21,20 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
+  # watch: promtool tests the alert rules; the lab tests run a real Prometheus on loopback. The
+  # package must not start its own (on all interfaces): policy-rc.d 101 for the install, no recommends.
+  if [ "$want_test" = 1 ] && ! command -v promtool >/dev/null; then
+    [ ${#missing[@]} -gt 0 ] || apt-get update -qq
+    policy_made=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && policy_made=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+    [ "$policy_made" = 0 ] || rm -f /usr/sbin/policy-rc.d
+    if command -v systemctl >/dev/null && systemctl is-active -q prometheus 2>/dev/null; then
+      systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+  fi
 fi
 
 python3 -m pip install -q --disable-pip-version-check torch==2.13.0

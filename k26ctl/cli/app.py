@@ -20,6 +20,7 @@ from k26ctl.errors import ExitCode, K26Error
 COMMAND_MODULES = (
     "deploy_cmd",
     "smoke_cmd",
+    "watch_cmd",
     "bisect_cmd",
     "sweep_cmd",
     "render_cmd",

@@ -33,15 +33,19 @@ def status_command(
     from k26ctl.deploy.status import host_status
     from k26ctl.profile import load_profile
 
-    report = host_status(
-        load_profile(profile, overrides), accept_new_host_key=accept_new_host_key, history=history
-    )
+    loaded = load_profile(profile, overrides)
+    report = host_status(loaded, accept_new_host_key=accept_new_host_key, history=history)
+    from k26ctl.cli.watch_cmd import last_verdict_line
+    from k26ctl.watch.store import last_verdict
+
+    watch = last_verdict(loaded)
     if as_json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "watch": watch})
     else:
         from k26ctl.cli.present.status import status_text
 
         print(status_text(report))
+        print(last_verdict_line(watch))
 
 
 def logs_command(

@@ -13,6 +13,7 @@ wrongly shaped bodies become `ResponseError`, which the runner records as a fail
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -81,10 +82,17 @@ class SGLangClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self._sent = 0
+        self._sent_lock = threading.Lock()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpsafe.BoundedClient(
             self.base_url, timeout=timeout, max_body=max_body, headers=headers, transport=transport
         )
+
+    @property
+    def requests_sent(self) -> int:
+        """HTTP requests made so far (a run's cost, reported by the watcher)."""
+        return self._sent
 
     def close(self) -> None:
         self._http.close()
@@ -119,6 +127,8 @@ class SGLangClient:
         """One request; transport failures, the deadline and a refused API key raise, an oversized or
         undecodable body is a ResponseError, any other status is returned."""
         shown = f"{self.base_url}{path}"
+        with self._sent_lock:
+            self._sent += 1
         try:
             response = self._http.request(method, path, json=body)
         except httpsafe.DeadlineExceeded:

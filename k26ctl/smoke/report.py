@@ -106,6 +106,7 @@ class SmokeReport:
     probes: ProbeReport | None = None
     deterministic_server: bool = False  # the server runs --enable-deterministic-inference
     generation_seconds: float = 0.0  # the suite's own requests, without the probes
+    requests_sent: int = 0  # HTTP requests this run made, probes included
 
     @property
     def measured_accept_length(self) -> float | None:

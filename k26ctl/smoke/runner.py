@@ -67,6 +67,9 @@ class SmokeOptions:
     # greedy self-consistency probes after the suite (when the server supports them)
     probes: bool = True
     probe_positions: int = DEFAULT_POSITIONS
+    # Asked right before the probes: None (or True) flushes the prefix cache first; a string is why
+    # not (a long-running watcher never flushes the cache of a server that is serving others).
+    probe_flush: Callable[[], str | None] | None = field(default=None, repr=False)
     on_result: Callable[[RequestResult], None] | None = field(default=None, repr=False)
 
 
@@ -498,7 +501,8 @@ def run_smoke(
             ) from None
         probes: ProbeReport | None = None
         if mode is not None:
-            probes = _run_probes(client, pairs, concurrency, options.probe_positions)
+            refusal = options.probe_flush() if options.probe_flush is not None else None
+            probes = _run_probes(client, pairs, concurrency, options.probe_positions, refusal)
         elif options.probes:
             probes = skipped(probe_note or "not supported", options.probe_positions)
     strict = _deterministic(info_after or info_before)
@@ -528,6 +532,7 @@ def run_smoke(
         )
     if probes is not None:
         report.suite_findings += _probe_findings(probes, results)
+    report.requests_sent = client.requests_sent
     report.suite_findings += _measured_accept_findings(report, options, collapse)
     greedy = {
         job.prompt.id: r for job, r in pairs if job.temperature == 0 and job.attempt == 0 and r.error is None
@@ -566,7 +571,11 @@ def _token_mode(client: SGLangClient, info: dict[str, Any] | None) -> tuple[_Tok
 
 
 def _run_probes(
-    client: SGLangClient, pairs: list[tuple[_Job, RequestResult]], concurrency: int, n_positions: int
+    client: SGLangClient,
+    pairs: list[tuple[_Job, RequestResult]],
+    concurrency: int,
+    n_positions: int,
+    no_flush_reason: str | None = None,
 ) -> ProbeReport:
     extra: dict[tuple[str, int], tuple[int, ...]] = {}
     for original, again in _greedy_pairs(pairs):
@@ -581,7 +590,10 @@ def _run_probes(
         for job, r in pairs
         if job.temperature == 0 and r.error is None and r.prompt_ids is not None and r.output_ids
     ]
-    return run_probes(client, answers, concurrency, n_positions)
+    report = run_probes(client, answers, concurrency, n_positions, flush=no_flush_reason is None)
+    if no_flush_reason is not None:
+        report.note = f"the prefix cache was not flushed: {no_flush_reason}"
+    return report
 
 
 def _probe_findings(probes: ProbeReport, results: list[RequestResult]) -> list[Finding]:

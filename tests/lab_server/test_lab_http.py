@@ -281,6 +281,13 @@ def test_server_info_metrics_flush(main: LabServer) -> None:
         "sglang:spec_accept_rate",
     ):
         assert f"# TYPE {name} " in metrics.text
+    # the prompt's prefix came from the cache the second time, counted as SGLang counts it
+    _post(main, "/generate", {"text": "Bread is made from", "sampling_params": {"max_new_tokens": 4}})
+    after = httpx.get(main.url + "/metrics", timeout=10).text
+    cached = re.search(
+        r'^sglang:cached_tokens_total\{model_name="k26lab-tiny",cache_source="total"\} ([\d.]+)$', after, re.M
+    )
+    assert cached and float(cached.group(1)) > 0
     assert httpx.get(main.url + "/flush_cache", headers=AUTH, timeout=10).status_code == 200
     assert httpx.post(main.url + "/flush_cache", headers=AUTH, timeout=10).status_code == 200
 

@@ -8,9 +8,10 @@ whose custom mask, qo_indptr and mask_indptr are read exactly as SGLang's Triton
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -22,6 +23,9 @@ from k26ctl.lab.server.numerics import Numerics
 from k26ctl.lab.server.prefix_cache import PrefixCache
 from k26ctl.lab.server.tokenizer import ByteTokenizer
 from k26ctl.lab.server.tree_loader import LabTree
+
+if TYPE_CHECKING:
+    from k26ctl.lab.server.fault_switch import RuntimeFaults
 
 
 @dataclass
@@ -141,6 +145,25 @@ class Engine:
         self._ForwardBatch = fbi.ForwardBatch
         self._ForwardMode = fbi.ForwardMode
         self._SpecVerifyInfo = fbi.SpecVerifyInfo
+        self._started_numerics = self.numerics
+        self._started_width = self.target_runner.attn_backend.num_draft_tokens
+        self._pending_faults: RuntimeFaults | None = None
+
+    # ---- the lab-only runtime fault switch (lab/server/fault_switch.py) ---------------------------
+
+    def request_faults(self, faults: RuntimeFaults) -> None:
+        """Take `faults` at the start of the next step (a step never sees half a change)."""
+        self._pending_faults = faults
+
+    def _apply_pending_faults(self) -> None:
+        faults, self._pending_faults = self._pending_faults, None
+        if faults is None:
+            return
+        fault = faults.verify_fault or self._started_numerics.verify_fault
+        self.numerics = dataclasses.replace(self._started_numerics, verify_fault=fault)
+        block = getattr(self.server_args, "speculative_num_draft_tokens", None)
+        width = block if faults.mask_bug and block else self._started_width
+        self.target_runner.attn_backend.num_draft_tokens = width
 
     # ---- sizes ------------------------------------------------------------------------------------
 
@@ -245,6 +268,8 @@ class Engine:
         return StepStats("prefill", len(reqs), len(reqs), rows=len(ids))
 
     def step(self, reqs: list[Req]) -> StepStats:
+        if self._pending_faults is not None:
+            self._apply_pending_faults()
         if self.spec.algorithm == "NONE":
             return self.decode(reqs)
         return self.verify(reqs)

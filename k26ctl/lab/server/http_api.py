@@ -439,6 +439,13 @@ class Handler(BaseHTTPRequestHandler):
                 f"# TYPE {metric} {kind}",
                 f"{metric}{label} {float(value)}",
             ]
+        # as SGLang reports it without per-source details (observability/metrics_collector.py)
+        cached = float(t.cached_tokens if t else 0)
+        lines += [
+            "# HELP sglang:cached_tokens_total Number of cached prompt tokens by source.",
+            "# TYPE sglang:cached_tokens_total counter",
+            f'sglang:cached_tokens_total{label[:-1]},cache_source="total"}} {cached}',
+        ]
         self._send(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     def flush_cache(self) -> None:

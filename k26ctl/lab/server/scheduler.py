@@ -41,6 +41,7 @@ class GenRequest:
 class Totals:
     requests: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens the prefix cache served (not computed)
     generation_tokens: int = 0
     verify_calls: int = 0  # per request verify passes
     verify_tokens: int = 0  # tokens committed by those passes
@@ -195,6 +196,7 @@ class Scheduler(threading.Thread):
             with self.lock:
                 self.totals.requests += len(admitted)
                 self.totals.prompt_tokens += sum(len(g.input_ids) for g in admitted)
+                self.totals.cached_tokens += sum(g.req.cached_tokens for g in admitted if g.req is not None)
                 self.totals.generation_tokens += len(admitted)
             self.running.extend(admitted)
             self._emit()

@@ -3,6 +3,7 @@
 Environment switches (lab only): K26LAB_UNVISITED=nan|stale, K26LAB_BUG_SCOPE=all|mask-only,
 K26LAB_NEAR_TIE_RATE=R (near-tie argmax flips that depend on the batch shape; K26LAB_NEAR_TIE_GAP,
 K26LAB_NEAR_TIE_SEED), K26LAB_VERIFY_FAULT=none|second-request (K26LAB_FAULT_GAP; see lab/server/numerics.py),
+K26LAB_FAULT_SWITCH=PATH (verify fault or mask bug on and off while serving: lab/server/fault_switch.py),
 K26LAB_LOAD_SECONDS=N (stretch loading to N seconds), K26LAB_FAULT=exit-during-load|scheduler-crash|
 hang|malformed, K26LAB_HEALTH_TIMEOUT (seconds, default 20). SGLANG_DDTREE_MAX_TOPK caps the DDTree
 width per depth. K26LAB_STEP_COST (or --lab-step-cost) paces steps by a modelled GPU step time
@@ -226,6 +227,7 @@ def _serve(args, fault, state, stop, gpus) -> int:  # type: ignore[no-untyped-de
         pacer=_pacer(args, engine),
     )
     state.scheduler = scheduler
+    switch = _fault_switch(engine, state)
     if args.lab_step_cost:
         log(f"Step time model: {args.lab_step_cost} (ms; k26ctl/lab/server/step_cost.py)", tp0=True)
     scheduler.start()
@@ -245,9 +247,28 @@ def _serve(args, fault, state, stop, gpus) -> int:  # type: ignore[no-untyped-de
     log("Received shutdown signal; stopping.")
     _drain_requests(state, log)
     state.stopping.set()
+    if switch is not None:
+        switch.stop()
     scheduler.stop()
     httpd.shutdown()
     return 0
+
+
+def _fault_switch(engine, state):  # type: ignore[no-untyped-def]
+    """The lab-only runtime fault switch, when K26LAB_FAULT_SWITCH names a file."""
+    from k26ctl.lab.server.fault_switch import ENV, FaultSwitch
+
+    path = os.environ.get(ENV)
+    if not path:
+        return None
+
+    def apply(faults):  # type: ignore[no-untyped-def]
+        engine.request_faults(faults)
+        state.lab_info = {**state.lab_info, "runtime_faults": faults.to_json()}
+
+    switch = FaultSwitch(Path(path), apply, lambda m: log(m, tp0=True))
+    switch.start()
+    return switch
 
 
 def _pacer(args, engine):  # type: ignore[no-untyped-def]

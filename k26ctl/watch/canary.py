@@ -1,0 +1,132 @@
+"""One canary cycle: a small temperature-0 smoke run with its probes, detectors and baseline drift.
+
+The canary is carved out of a smoke suite (the profile's, or the shipped default): its first
+temperature-0 prompts with their output capped, sent together (at least two in flight), no repeats,
+no sampled requests, no prompt expectations (the capped answers may stop before an expected word;
+the baseline judges the answers instead). Everything else is smoke's own code: `run_smoke` sends the
+requests, runs the detectors and the probes and compares with the baseline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from k26ctl.errors import K26Error, UnreachableError
+from k26ctl.smoke.baseline import Baseline
+from k26ctl.smoke.report import SmokeReport
+from k26ctl.smoke.runner import SmokeOptions, SmokeTarget, run_smoke
+from k26ctl.smoke.suite import Suite
+
+DEFAULT_PROMPTS = 3
+DEFAULT_MAX_TOKENS = 64
+DEFAULT_PROBE_POSITIONS = 32
+
+
+@dataclass(frozen=True)
+class CanarySettings:
+    prompts: int = DEFAULT_PROMPTS
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    probe_positions: int = DEFAULT_PROBE_POSITIONS
+    request_timeout: float = 30.0
+    min_accept_length: float | None = None
+
+
+def canary_suite(suite: Suite, prompts: int = DEFAULT_PROMPTS, max_tokens: int = DEFAULT_MAX_TOKENS) -> Suite:
+    """The first `prompts` temperature-0 prompts of `suite`, capped at `max_tokens`, greedy only."""
+    greedy = [p for p in suite.prompts if 0.0 in suite.temperatures_for(p)]
+    if len(greedy) < 2:
+        from k26ctl.errors import ConfigError
+
+        raise ConfigError(
+            f"suite {suite.name!r} has {len(greedy)} temperature-0 prompt(s); the canary needs 2",
+            "use a suite with at least two greedy prompts (--suite)",
+        )
+    chosen = [
+        p.model_copy(
+            update={"max_tokens": min(p.max_tokens, max_tokens), "temperatures": [0.0], "expect": []}
+        )
+        for p in greedy[: max(2, prompts)]
+    ]
+    return suite.model_copy(
+        update={
+            "name": f"{suite.name}-canary",
+            "prompts": chosen,
+            "temperatures": [0.0],
+            "determinism": False,
+            "expectations": False,
+        }
+    )
+
+
+@dataclass
+class CycleResult:
+    """What one cycle saw: the smoke report (None when the server could not be reached) and its cost."""
+
+    started: float  # wall clock (time.time())
+    elapsed: float
+    report: SmokeReport | None = None
+    unreachable: str | None = None
+    baseline_recorded: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def requests(self) -> int:
+        return self.report.requests_sent if self.report else 0
+
+    @property
+    def generated_tokens(self) -> int:
+        """Tokens the server generated for this cycle: the answers, plus one per probe."""
+        if self.report is None:
+            return 0
+        answers = sum(r.completion_tokens or 0 for r in self.report.results)
+        probes = self.report.probes.checked if self.report.probes else 0
+        return answers + probes
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens sent with the answers (the probes' prefixes mostly hit the prefix cache)."""
+        if self.report is None:
+            return 0
+        return sum(len(r.prompt_ids or ()) for r in self.report.results)
+
+
+def run_cycle(
+    target: SmokeTarget,
+    suite: Suite,
+    settings: CanarySettings,
+    baseline_path: Path,
+    probe_flush: Callable[[], str | None] | None = None,
+) -> CycleResult:
+    """Run the canary once. Unreachable servers are a result, not an exception; a bad baseline file
+    is discarded (and recorded again) rather than stopping the watcher."""
+    started_wall, started = time.time(), time.monotonic()
+    baseline: Baseline | None = None
+    if baseline_path.exists():
+        try:
+            baseline = Baseline.load(baseline_path)
+        except K26Error:
+            baseline_path.unlink(missing_ok=True)
+    options = SmokeOptions(
+        concurrency=len(suite.prompts),
+        baseline=baseline,
+        record_baseline=None if baseline is not None else baseline_path,
+        timeout=settings.request_timeout,
+        min_accept_length=settings.min_accept_length,
+        probes=True,
+        probe_positions=settings.probe_positions,
+        probe_flush=probe_flush,
+    )
+    try:
+        report = run_smoke(target, suite, options=options)
+    except UnreachableError as exc:
+        return CycleResult(started_wall, time.monotonic() - started, unreachable=exc.one_line())
+    return CycleResult(
+        started_wall,
+        time.monotonic() - started,
+        report=report,
+        baseline_recorded=report.baseline_recorded is not None,
+    )

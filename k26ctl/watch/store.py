@@ -1,0 +1,106 @@
+"""The watcher's local state: `$XDG_STATE_HOME/k26ctl/watch/<target>/`.
+
+`baseline.json` (the answers of the first healthy cycle; `--rebaseline` removes it), `last.json` (the
+last cycle's verdict and the confirmed state, read by `k26ctl status`) and `history.jsonl` (one line
+per confirmed state change, with its evidence: the first probe mismatch decoded, the first failing
+answer). Every write is atomic (a temporary file renamed over the old one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from k26ctl.errors import ConfigError
+from k26ctl.outputs import write_atomic
+from k26ctl.statedir import ensure_dir, state_root
+
+if TYPE_CHECKING:
+    from k26ctl.profile import LoadedProfile
+
+MAX_HISTORY = 1000
+
+
+def watch_root() -> Path:
+    return state_root() / "k26ctl" / "watch"
+
+
+def target_key(profile_name: str | None, url: str | None) -> str:
+    """A directory name for what is watched: the profile's name, or the URL's host and port."""
+    raw = profile_name if profile_name else "url-" + re.sub(r"^https?://", "", url or "")
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", raw).strip("._") or "target"
+
+
+@dataclass(frozen=True)
+class WatchStore:
+    root: Path
+
+    @classmethod
+    def for_target(cls, key: str, create: bool = True) -> WatchStore:
+        path = watch_root() / key
+        return cls(ensure_dir(path) if create else path)
+
+    @property
+    def baseline(self) -> Path:
+        return self.root / "baseline.json"
+
+    @property
+    def last(self) -> Path:
+        return self.root / "last.json"
+
+    @property
+    def history(self) -> Path:
+        return self.root / "history.jsonl"
+
+    def forget_baseline(self) -> bool:
+        existed = self.baseline.exists()
+        self.baseline.unlink(missing_ok=True)
+        return existed
+
+    def write_last(self, record: dict[str, Any]) -> None:
+        write_atomic(self.last, json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+
+    def read_last(self) -> dict[str, Any] | None:
+        return _read_json(self.last)
+
+    def append_history(self, record: dict[str, Any]) -> None:
+        lines = self.read_history_lines()[-(MAX_HISTORY - 1) :]
+        lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+        write_atomic(self.history, "\n".join(lines) + "\n")
+
+    def read_history_lines(self) -> list[str]:
+        try:
+            return [line for line in self.history.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError):
+            return []
+
+    def read_history(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.read_history_lines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                out.append(item)
+        return out
+
+
+def last_verdict(loaded: LoadedProfile) -> dict[str, Any] | None:
+    """The last record of this machine's watcher of `loaded`'s server (None: never watched here)."""
+    name = loaded.profile.name or (loaded.path.stem if loaded.path else "")
+    try:
+        return WatchStore.for_target(target_key(name, None), create=False).read_last()
+    except ConfigError:  # no usable state directory: nothing was recorded
+        return None
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None

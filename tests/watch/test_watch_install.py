@@ -1,0 +1,93 @@
+"""`k26ctl watch install/uninstall`: the unit as rendered, verified and written; what `status` shows."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from k26ctl.profile import load_profile
+from k26ctl.unitfile import environment_from_unit, exec_start_argv
+from k26ctl.watch.store import WatchStore, last_verdict, target_key
+from k26ctl.watch.unit import PACKAGE_ROOT, render_unit, systemd_is_init
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = ROOT / "profiles" / "lab" / "ddtree-b7.yaml"
+
+
+def _k26(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "k26ctl", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full,
+        cwd=ROOT,
+    )
+
+
+def test_the_unit_runs_this_k26ctl_with_the_watch_arguments_word_for_word() -> None:
+    args = ["/p/with space/x.yaml", "--set", "spec.ddtree.budget=7", "--suite", "100%lab"]
+    text = render_unit("lab", args, "system")
+    assert exec_start_argv(text) == [sys.executable, "-m", "k26ctl", "watch", "run", *args]
+    assert environment_from_unit(text) == {"PYTHONPATH": str(PACKAGE_ROOT), "PYTHONUNBUFFERED": "1"}
+    assert "WantedBy=multi-user.target" in text and "Restart=on-failure" in text
+    assert "WantedBy=default.target" in render_unit("lab", args, "user")
+
+
+def test_install_writes_a_verified_unit_and_uninstall_removes_it(tmp_path: Path) -> None:
+    units = tmp_path / "units"
+    proc = _k26("watch", "install", str(PROFILE), "--set", "sglang.port=30001", "--interval", "30",
+                "--unit-dir", str(units), "--no-start")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    path = units / "k26ctl-watch-k26lab-ddtree-b7.service"
+    assert proc.stdout.strip() == f"wrote {path}"
+    argv = exec_start_argv(path.read_text())
+    assert argv[5:] == [str(PROFILE), "--set", "sglang.port=30001", "--interval", "30",
+                        "--metrics-port", "9469", "--metrics-address", "127.0.0.1"]  # fmt: skip
+    assert [p.name for p in units.iterdir()] == [path.name]  # no temporary file left behind
+    proc = _k26("watch", "uninstall", str(PROFILE), "--unit-dir", str(units))
+    assert proc.returncode == 0 and not path.exists(), proc.stderr
+    again = _k26("watch", "uninstall", str(PROFILE), "--unit-dir", str(units))
+    assert again.returncode == 0 and "was not installed" in again.stdout
+
+
+def test_unit_dir_without_no_start_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    proc = _k26("watch", "install", "--url", "http://127.0.0.1:30000", "--unit-dir", str(tmp_path / "u"))
+    assert proc.returncode == 2 and "add --no-start" in proc.stderr
+    assert not (tmp_path / "u").exists()
+
+
+@pytest.mark.skipif(systemd_is_init(), reason="this machine runs systemd: the refusal does not apply")
+def test_starting_without_systemd_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    proc = _k26("watch", "install", "--url", "http://127.0.0.1:30000", "--scope", "user", env=env)
+    assert proc.returncode == 2 and "systemd is not the init system" in proc.stderr
+    assert not (tmp_path / "systemd").exists()
+
+
+def test_status_reads_the_watchers_last_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    loaded = load_profile(PROFILE)
+    assert last_verdict(loaded) is None
+    store = WatchStore.for_target(target_key(loaded.profile.name, None))
+    store.write_last(
+        {"state": "failing", "verdict": "failing", "time": "t", "reasons": ["probes fail: 9/96"]}
+    )
+    assert last_verdict(loaded) == {
+        "state": "failing",
+        "verdict": "failing",
+        "time": "t",
+        "reasons": ["probes fail: 9/96"],
+    }
+    from k26ctl.cli.watch_cmd import last_verdict_line
+
+    assert (
+        last_verdict_line(last_verdict(loaded)) == "watch: failing (last cycle t: failing); probes fail: 9/96"
+    )
+    proc = _k26("watch", "status", str(PROFILE), "--json", env={"XDG_STATE_HOME": str(tmp_path)})
+    assert proc.returncode == 0 and '"state": "failing"' in proc.stdout, proc.stderr
