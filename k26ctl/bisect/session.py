@@ -78,6 +78,7 @@ class StepRecord:
     tries: list[str]
     detail: str
     replayed: bool = False
+    load_seconds: float | None = None  # the server's own start-to-ready time of a restart, from its journal
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +91,7 @@ class StepRecord:
             "tries": self.tries,
             "detail": self.detail,
             "replayed": self.replayed,
+            "load_seconds": self.load_seconds,
             "time": time.time(),
         }
 
@@ -104,7 +106,12 @@ class StepRecord:
             tries=list(data.get("tries", [])),
             detail=str(data.get("detail", "")),
             replayed=bool(data.get("replayed", False)),
+            load_seconds=_seconds_or_none(data.get("load_seconds")),
         )
+
+
+def _seconds_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 class SessionLocked(K26Error):
