@@ -72,14 +72,22 @@ def _page_name(title: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") + ".html"
 
 
+def _write_page(document: dict[str, Any], page: Path) -> None:
+    """The page and, beside it, the JSON document it was made from (`k26ctl report` takes it)."""
+    from k26ctl.cli.common import write_html
+    from k26ctl.outputs import write_atomic
+    from k26ctl.termsafe import json_text
+
+    write_atomic(page.with_suffix(".json"), json_text(document, indent=2) + "\n")
+    write_html(document, page)
+
+
 def _write_pages(outcomes: list[DemoOutcome], directory: Path) -> None:
     """One page per step with a result: the deploys (their smoke) and the bisect."""
-    from k26ctl.cli.common import write_html
-
     for outcome in outcomes:
         document = outcome.result.to_json() if outcome.result is not None else outcome.document
         if document is not None:
-            write_html(document, directory / _page_name(outcome.name))
+            _write_page(document, directory / _page_name(outcome.name))
 
 
 def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
@@ -92,11 +100,9 @@ def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
 
     rolls = run_fleet_demo(name, lambda text: print(text, flush=True), show)
     if html is not None:
-        from k26ctl.cli.common import write_html
-
         for roll in rolls:
             document: dict[str, Any] = {**roll.result.to_json(), "load": roll.load.to_json()}
-            write_html(document, html / _page_name(f"fleet {roll.result.status} {roll.title.split(':')[0]}"))
+            _write_page(document, html / _page_name(f"fleet {roll.result.status} {roll.title.split(':')[0]}"))
     print("summary:")
     for roll in rolls:
         mark = "as expected" if roll.as_expected else "NOT as expected"
