@@ -22,6 +22,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "h", "<")
 GOOD, BAD, SKIP = "#009E73", "#D55E00", "#999999"
 INK = "#010203"  # placeholder for the page's text colour
 _GRID = "#020304"  # placeholder for the page's grid colour
+_PAPER = "#030405"  # placeholder for the page's background (legends hide what is under them)
 
 
 def require_matplotlib() -> None:
@@ -45,7 +46,7 @@ def _rc() -> Any:
         "axes.facecolor": "none",
         "figure.facecolor": "none",
         "savefig.facecolor": "none",
-        "legend.facecolor": "none",
+        "legend.facecolor": _PAPER,
         "legend.edgecolor": _GRID,
         "legend.framealpha": 1.0,
         "grid.color": _GRID,
@@ -80,7 +81,7 @@ def svg(fig: Any, name: str, label: str) -> Markup:
     with matplotlib.rc_context({**_rc(), "svg.hashsalt": f"k26ctl-{name}"}):
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
     text = _HEADER.sub("", out.getvalue(), count=1)
-    text = text.replace(INK, "currentColor").replace(_GRID, "var(--grid)")
+    text = text.replace(INK, "currentColor").replace(_GRID, "var(--grid)").replace(_PAPER, "var(--bg)")
     escaped = str(Markup.escape(label))
     text = text.replace("<svg ", f'<svg role="img" aria-label="{escaped}" ', 1)
     return Markup(text)  # matplotlib escapes every text it writes

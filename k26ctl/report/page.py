@@ -83,7 +83,9 @@ def page_html(doc: Any, *, source: str = "") -> str:
     kind = kind_of(doc)
     check_available()
     env = _environment()
-    css = (TEMPLATES / "page.css").read_text(encoding="utf-8")
+    from markupsafe import Markup
+
+    css = Markup((TEMPLATES / "page.css").read_text(encoding="utf-8"))  # the package's own file
     template = env.get_template(f"{kind.split('-')[0]}.html.j2")
     return template.render(kind=kind, title=TITLES[kind], css=css, source=source, **_view(kind, doc))
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from k26ctl.report import charts
 from k26ctl.report.spans import finding_field, pieces
-from k26ctl.report.values import as_dict
+from k26ctl.report.values import as_dict, dicts
 from k26ctl.report.values import num as _num
 
 # Server arguments that decide speculative decoding's behaviour, shown first; the rest are listed below.
@@ -46,22 +47,33 @@ def _probe_answers(doc: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]
     return out
 
 
+def _token(text: Any) -> str:
+    """A decoded token as a quoted string, so that a space or a newline can be seen."""
+    return json.dumps(text, ensure_ascii=False) if isinstance(text, str) else "?"
+
+
 def _token_strip(answer: dict[str, Any]) -> dict[str, Any]:
     """The probed positions of one answer, each marked same or different, with the decoded tokens."""
-    checked = int(answer.get("checked") or 0)
-    decoded = {
+    checked = int(_num(answer.get("checked")) or 0)
+    listed = {
         int(m["position"]): m
-        for m in answer.get("mismatch_tokens") or []
-        if isinstance(m, dict) and isinstance(m.get("position"), int)
+        for m in dicts(answer.get("mismatch_tokens"))
+        if _num(m.get("position")) is not None
     }
     wrong = {int(p) for p in answer.get("mismatch_positions") or [] if isinstance(p, int)}
     width = max([checked, *(p + 1 for p in wrong)]) if (checked or wrong) else 0
-    cells = [{"position": p, "wrong": p in wrong, "token": decoded.get(p)} for p in range(width)]
+    decoded = [
+        {"position": p, "expected": _token(m.get("expected")), "got": _token(m.get("got"))}
+        for p, m in sorted(listed.items())
+        if "expected" in m or "got" in m
+    ]
+    shown = {d["position"] for d in decoded}
     return {
         "checked": checked,
         "mismatches": len(wrong),
-        "cells": cells,
-        "decoded": [decoded[p] for p in sorted(decoded)],
+        "cells": [{"position": p, "wrong": p in wrong} for p in range(width)],
+        "decoded": decoded,
+        "undecoded": sorted(wrong - shown),
     }
 
 

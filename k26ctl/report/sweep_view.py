@@ -149,7 +149,6 @@ def pareto_chart(doc: dict[str, Any], name: str) -> Any:
             color=charts.PALETTE[0],
             marker="D",
             label="Pareto front",
-            drawstyle="steps-post",
         )
         for itl, tps, p in rows:
             ax.annotate(

@@ -66,6 +66,10 @@ def test_page_loads_clean_with_its_key_elements(
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         channels = [int(c) for c in background[background.index("(") + 1 : -1].split(",")[:3]]
         assert (sum(channels) < 200) is dark, background
+        # the page's own style applies whole (a stylesheet escaped as HTML loses its font list)
+        assert "DejaVu Sans" in page.evaluate("getComputedStyle(document.body).fontFamily")
+        # nothing is wider than the window: long server strings wrap
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1200
         # keyboard: the first Tab reaches the skip link, which leads to the content
         page.keyboard.press("Tab")
         assert page.evaluate("document.activeElement.className") == "skip-link"

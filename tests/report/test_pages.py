@@ -66,7 +66,10 @@ def test_the_unpatched_smoke_page_marks_spans_mismatches_and_the_floor() -> None
     wrong = sum(len(a["mismatch_positions"]) for a in smoke["probes"]["answers"])
     assert page.count('class="wrong"') == wrong
     token = smoke["probes"]["answers"][0]["mismatch_tokens"][0]
-    assert f"token {token['position']}: answer had" in page
+    assert (
+        f'token {token["position"]}: the answer had <code class="tok">&#34;{token["expected"]}&#34;</code>'
+        in page
+    )
     assert "floor 2.5" in page and "below floor" in page
     assert "SGLang release</dt><dd>0.5.15" in page
     assert "speculative_ddtree_budget" in page and "not deterministic" in page
