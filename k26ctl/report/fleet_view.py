@@ -39,6 +39,10 @@ def lanes_chart(doc: dict[str, Any], order: list[str], name: str) -> Any:
                 )
                 seen.add(step)
                 start += took
+            if not names:
+                ax.text(
+                    start, row, f"  not rolled ({state.get('phase', '?')} config)", va="center", fontsize=8
+                )
             if state.get("phase") in ("failed", "interrupted"):
                 ax.text(
                     start,
