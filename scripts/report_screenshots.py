@@ -6,8 +6,9 @@
 Without --json-dir it runs, as root on this machine: `k26ctl lab demo --html W` (the unpatched and
 patched deploys' smoke pages, each with its JSON), the demo's budget bisect with its session log
 (`bisect-config ... --json`, `bisect-config log --json`, then `reset`), a short two-key sweep
-(`sweep ... --json`, then `sweep reset`) and `k26ctl lab demo --fleet --html W` (fleet NAME-fleet). It then writes every page again through `k26ctl report` (the same page) and
-takes the screenshots in Debian's headless Chromium, failing on any console message.
+(`sweep ... --json`, then `sweep reset`) and `k26ctl lab demo --fleet --html W` (fleet NAME-fleet).
+It then writes every page again through `k26ctl report` (the same page) and takes the screenshots
+in Debian's headless Chromium, failing on any console message.
 """
 
 from __future__ import annotations
