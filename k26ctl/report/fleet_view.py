@@ -40,9 +40,7 @@ def lanes_chart(doc: dict[str, Any], order: list[str], name: str) -> Any:
                 seen.add(step)
                 start += took
             if not names:
-                ax.text(
-                    start, row, f"  not rolled ({state.get('phase', '?')} config)", va="center", fontsize=8
-                )
+                ax.text(0, row, f" not rolled ({state.get('phase', '?')} config)", va="center", fontsize=8)
             if state.get("phase") in ("failed", "interrupted"):
                 ax.text(
                     start,
@@ -55,11 +53,11 @@ def lanes_chart(doc: dict[str, Any], order: list[str], name: str) -> Any:
                 )
         labels = [f"{m} (canary)" if n == 0 and len(order) > 1 else m for n, m in enumerate(order)]
         ax.set_yticks(range(len(order)), labels)
-        ax.invert_yaxis()
+        ax.set_ylim(len(order) - 0.5, -0.5)  # the first member on top
         ax.set_xlim(0, max(start, 1.0) * 1.3)
         ax.set_xlabel("seconds, each member's steps laid end to end in roll order")
         ax.grid(axis="y", visible=False)
-        ax.legend(fontsize=8, loc="lower right", ncols=3)
+        fig.legend(fontsize=8, loc="outside upper center", ncols=max(len(seen), 1))
         return charts.svg(fig, name, "One lane per member: the steps of the roll")
 
 

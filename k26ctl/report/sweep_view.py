@@ -110,7 +110,7 @@ def param_chart(doc: dict[str, Any], key: str, keys: list[str], name: str) -> An
                 [best["output_tokens_per_s"]],
                 marker="*",
                 s=260,
-                color=charts.PALETTE[1],
+                color=charts.PALETTE[6],
                 edgecolor=charts.INK,
                 zorder=6,
                 label="recommended",

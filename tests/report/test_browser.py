@@ -36,6 +36,7 @@ PAGES: dict[str, tuple[Any, dict[str, int]]] = {
     "bisect": (lambda: fixture("bisect.json"), {"figure svg": 2, "tbody tr": 5}),
     "bisect-log": (lambda: fixture("bisect-log.json"), {"figure svg": 2, "tbody tr": 5}),
     "sweep": (lambda: fixture("sweep.json"), {"figure svg": 3, "tbody tr": 7, ".badge.bad": 3}),
+    "fleet-halted": (lambda: fixture("fleet-halted-bad-roll.json"), {"figure svg": 2, "tbody tr": 3}),
     "fleet-hostile": (hostile_fleet, {"figure svg": 2, "tbody tr": 3}),
     "smoke-hostile": (hostile_smoke, {"mark.finding": 10}),
     "sweep-hostile": (hostile_sweep, {"figure svg": 1}),

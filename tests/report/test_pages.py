@@ -34,6 +34,8 @@ FIXTURES = {
     "bisect-log.json": "bisect-log",
     "sweep.json": "sweep",
     "sweep-log.json": "sweep",
+    "fleet-halted-bad-roll.json": "fleet-roll",
+    "fleet-done-good-roll.json": "fleet-roll",
 }
 
 
@@ -94,6 +96,16 @@ def test_the_bisect_pages_show_the_culprit_the_timeline_and_load_times() -> None
         assert "6.2</td>" in page  # the first restart's server load time
     log_page = page_html(fixture("bisect-log.json"))
     assert "smoke PASSED: 2/2 requests ok" in log_page  # the evidence of each step
+
+
+def test_the_fleet_pages_show_lanes_the_canary_the_halt_and_the_clients() -> None:
+    halted = page_html(fixture("fleet-halted-bad-roll.json"))
+    assert 'halted at</dt><dd><span class="badge bad">halted</span> k26pf-1' in halted
+    assert "k26pf-1 (rolled first)" in halted and halted.count("not rolled (old config)") == 2
+    assert halted.count("<svg") == 2  # the lanes and the clients across the roll
+    assert "627 requests sent through" in halted and "627 ok, 0 failed" in halted
+    good = page_html(fixture("fleet-done-good-roll.json"))
+    assert "no halt" in good and "not rolled" not in good and good.count("<svg") == 2
 
 
 @pytest.mark.parametrize("make", [hostile_smoke, hostile_sweep, hostile_bisect_log, hostile_fleet])
