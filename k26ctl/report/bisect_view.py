@@ -138,5 +138,4 @@ def bisect_view(doc: dict[str, Any], name: str = "bisect") -> dict[str, Any]:
     view["doc"] = doc
     view["timeline"] = timeline_chart(view["steps"], f"{name}-timeline")
     view["interval"] = interval_chart(view, f"{name}-interval")
-    view["shown"] = _shown
     return view

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from k26ctl.report.kind import kind_of
+from k26ctl.report.values import shown
 
 TEMPLATES = Path(__file__).parent / "templates"
 TITLES = {
@@ -26,14 +26,6 @@ def check_available() -> None:
     require_matplotlib()
 
 
-def _shown(value: Any) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_shown(v)}" for k, v in value.items()) or "(none)"
-    if value is None:
-        return "-"
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def _number(value: Any, digits: int = 2) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "-" if value is None else str(value)
@@ -50,7 +42,7 @@ def _environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["shown"] = _shown
+    env.filters["shown"] = shown
     env.filters["num"] = _number
     return env
 
@@ -78,8 +70,8 @@ def _view(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     return {"fleet": fleet_view(doc)}
 
 
-def page_html(doc: Any, *, source: str = "") -> str:
-    """The page for a command's --json document; `source` names where it came from (shown, escaped)."""
+def page_html(doc: Any) -> str:
+    """The page for a command's --json document (nothing else goes in: `report` and --html agree)."""
     kind = kind_of(doc)
     check_available()
     env = _environment()
@@ -87,10 +79,10 @@ def page_html(doc: Any, *, source: str = "") -> str:
 
     css = Markup((TEMPLATES / "page.css").read_text(encoding="utf-8"))  # the package's own file
     template = env.get_template(f"{kind.split('-')[0]}.html.j2")
-    return template.render(kind=kind, title=TITLES[kind], css=css, source=source, **_view(kind, doc))
+    return template.render(kind=kind, title=TITLES[kind], css=css, **_view(kind, doc))
 
 
-def write_page(doc: Any, path: Path, *, source: str = "") -> None:
+def write_page(doc: Any, path: Path) -> None:
     from k26ctl.outputs import write_atomic
 
-    write_atomic(path, page_html(doc, source=source))
+    write_atomic(path, page_html(doc))
