@@ -17,6 +17,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   command -v ip >/dev/null || missing+=(iproute2)
+  # the report tests open the pages in Debian's headless chromium
+  [ "$want_test" = 1 ] && ! command -v chromium >/dev/null && missing+=(chromium)
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
@@ -38,8 +40,8 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 fi
 
 python3 -m pip install -q --disable-pip-version-check torch==2.13.0
-extras="lab"
-[ "$want_test" = 1 ] && extras="lab,test"
+extras="lab,report"
+[ "$want_test" = 1 ] && extras="lab,report,test"
 python3 -m pip install -q --disable-pip-version-check -e ".[$extras]"
 # pip byte-compiles a regular install, not an editable one. Without these .pyc files, and with
 # PYTHONDONTWRITEBYTECODE set (as on the machines this project is developed and tested on), every

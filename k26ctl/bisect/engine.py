@@ -39,6 +39,7 @@ class StepOutcome:
     restarted: bool = False
     tries: list[Verdict] = field(default_factory=list)
     detail: str = ""
+    load_seconds: float | None = None  # the restart's server load time, when the deploy read it
 
 
 class StepRunner(Protocol):
@@ -93,6 +94,7 @@ class SearchResult:
                 "verdict": step.verdict.value,
                 "seconds": round(step.seconds, 2),
                 "restarted": step.restarted,
+                **({"load_seconds": round(step.load_seconds, 2)} if step.load_seconds is not None else {}),
                 **({"tries": step.tries} if len(step.tries) > 1 else {}),
                 **({"replayed": True} if step.replayed else {}),
             }
@@ -192,6 +194,7 @@ def run_search(
             restarted=outcome.restarted,
             tries=[v.value for v in outcome.tries],
             detail=outcome.detail,
+            load_seconds=outcome.load_seconds,
         )
         session.record_finish(record)
         steps.append(record)

@@ -85,6 +85,7 @@ class StepRecord:
     tries: list[str]
     detail: str
     replayed: bool = False
+    load_seconds: float | None = None  # the server's own start-to-ready time of a restart, from its journal
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +98,7 @@ class StepRecord:
             "tries": self.tries,
             "detail": self.detail,
             "replayed": self.replayed,
+            "load_seconds": self.load_seconds,
             "time": time.time(),
         }
 
@@ -116,6 +118,7 @@ class StepRecord:
             tries=shape.tries,
             detail=shape.detail,
             replayed=shape.replayed,
+            load_seconds=shape.load_seconds,
         )
 
 

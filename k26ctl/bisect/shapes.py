@@ -95,6 +95,7 @@ class FinishShape(BaseModel):
     tries: list[str] = Field(default_factory=list)
     detail: str = ""
     replayed: bool = False
+    load_seconds: float | None = Field(default=None, ge=0)
 
 
 def log_record_shape(record: dict[str, Any]) -> type[BaseModel] | None:

@@ -46,6 +46,7 @@ class Deployed:
     smoke_verdict: Verdict | None = None  # the deploy's own smoke run, when it made one
     refused: bool = False  # not deployed at all (the profile with this value is invalid)
     loaded: LoadedProfile | None = None
+    load_seconds: float | None = None  # the server's own start-to-ready time, from its journal
 
 
 def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> Deployed:
@@ -57,7 +58,8 @@ def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> De
     detail = result.message or (result.smoke.summary() if result.smoke is not None else "deployed")
     if not up and result.journal_lines:
         detail += " | " + result.journal_lines[-1]
-    return Deployed(up, bool(result.restarted), detail, smoke_verdict, loaded=loaded)
+    load = result.load_seconds if isinstance(result.load_seconds, (int, float)) else None
+    return Deployed(up, bool(result.restarted), detail, smoke_verdict, loaded=loaded, load_seconds=load)
 
 
 class Deployer(Protocol):
@@ -226,16 +228,17 @@ class DeployingStepRunner:
     def run(self, probe: Probe, step: int) -> StepOutcome:
         loaded = with_assignment(self.base, probe.assignment) if self.base is not None else None
         restarted = False
+        load_seconds: float | None = None
         first: tuple[Verdict, str] | None = None
         if self.deployer is not None:
             assert loaded is not None
             deployed = self.deployer.deploy(loaded)
-            restarted = deployed.restarted
+            restarted, load_seconds = deployed.restarted, deployed.load_seconds
             if not deployed.up:
                 bad = self.load_failure_is_bad and not deployed.refused
                 verdict = Verdict.BAD if bad else Verdict.SKIP
                 why = deployed.detail if deployed.refused else f"did not come up: {deployed.detail}"
-                return StepOutcome(verdict, restarted, [verdict], why)
+                return StepOutcome(verdict, restarted, [verdict], why, load_seconds)
             if self.judge is None and deployed.smoke_verdict is not None:
                 first = (deployed.smoke_verdict, deployed.detail)
 
@@ -251,7 +254,8 @@ class DeployingStepRunner:
             details.append(detail)
             if self.tries > 1:
                 self.note(f"try {len(verdicts)}/{self.tries}: {verdict.value} ({detail})")
-        return StepOutcome(combine_tries(verdicts), restarted, verdicts, details[-1] if details else "")
+        detail = details[-1] if details else ""
+        return StepOutcome(combine_tries(verdicts), restarted, verdicts, detail, load_seconds)
 
     def _judge_once(self, probe: Probe, step: int, loaded: LoadedProfile | None) -> tuple[Verdict, str]:
         if self.judge is None:

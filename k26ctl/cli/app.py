@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "status_cmd",
     "patch_cmd",
     "score_cmd",
+    "report_cmd",
     "lab_cmd",
 )
 

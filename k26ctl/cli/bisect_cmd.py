@@ -14,11 +14,14 @@ import typer
 from k26ctl.cli.common import (
     DefaultCommandGroup,
     accept_new_host_key_option,
+    check_html,
+    html_option,
     json_option,
     print_json,
     profile_argument,
     resumable,
     set_option,
+    write_html,
     yes_option,
 )
 
@@ -108,11 +111,13 @@ def start(
     session: str = session_option(),
     yes: bool = yes_option(),
     as_json: bool = json_option(),
+    html: Path | None = html_option(),
     accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     from k26ctl.bisect import api
     from k26ctl.errors import UsageError
 
+    check_html(html)
     ctx = _context(session, yes, accept_new_host_key)
     search_flags = {
         "--param": param,
@@ -132,7 +137,7 @@ def start(
             )
         if target is not None:
             raise UsageError("--resume takes no PROFILE", "the session remembers its profile")
-        _finish(_interruptible(lambda: api.resume(ctx), session), as_json)
+        _finish(_interruptible(lambda: api.resume(ctx), session), as_json, html)
         return
     options = api.SearchOptions(
         run=run,
@@ -157,16 +162,22 @@ def start(
                 "--good 7 --bad 16",
             )
         spec = api.numeric_spec(target, param, good, bad, values, overrides, options)
-    _finish(_interruptible(lambda: api.start(spec, ctx), session), as_json)
+    _finish(_interruptible(lambda: api.start(spec, ctx), session), as_json, html)
 
 
-def log(session: str = session_option(), as_json: bool = json_option()) -> None:
+def log(
+    session: str = session_option(), as_json: bool = json_option(), html: Path | None = html_option()
+) -> None:
     """Print the session as a replayable log: one shell line per step that reproduces its verdict."""
     from k26ctl.bisect import api
 
+    check_html(html)
     ctx = _context(session, yes=False, accept_new_host_key=False)
-    if as_json:
+    if as_json or html is not None:
         document, unreadable = api.log_json(ctx)
+        if html is not None:
+            write_html(document, html)
+    if as_json:
         print_json(document)
     else:
         text, unreadable = api.log_text(ctx)
@@ -232,7 +243,8 @@ def _context(
     )
 
 
-def _finish(result: SearchResult, as_json: bool) -> None:
+def _finish(result: SearchResult, as_json: bool, html: Path | None = None) -> None:
+    write_html(result.to_json(), html)
     if as_json:
         print_json(result.to_json())
     else:

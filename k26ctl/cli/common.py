@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -38,6 +39,33 @@ def accept_new_host_key_option() -> Any:
 
 def json_option(help: str = "Print one JSON document on stdout.") -> Any:
     return typer.Option(False, "--json", help=help)
+
+
+def html_option() -> Any:
+    return typer.Option(
+        None, "--html", metavar="FILE", help="Also write the result as one HTML page (extra: report)."
+    )
+
+
+def check_html(path: Path | None) -> None:
+    """Before any work: the page can be written and its charts drawn (else one line, nothing run)."""
+    if path is None:
+        return
+    from k26ctl.outputs import check_writable
+    from k26ctl.report import check_available
+
+    check_writable(path, "--html")
+    check_available()
+
+
+def write_html(document: Any, path: Path | None) -> None:
+    """The page made from the command's JSON document: the same page `k26ctl report` makes."""
+    if path is None:
+        return
+    from k26ctl.report import write_page
+
+    write_page(document, path)
+    print(f"html report: {path}", file=sys.stderr, flush=True)
 
 
 def yes_option() -> Any:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import typer
 
 from k26ctl.cli.common import (
     accept_new_host_key_option,
+    html_option,
     json_option,
     profile_argument,
     set_option,
@@ -48,6 +50,7 @@ def deploy_command(
         help="Restore the previous unit and patches when the deploy fails.",
     ),
     as_json: bool = json_option(),
+    html: Path | None = html_option(),
     yes: bool = yes_option(),
     accept_new_host_key: bool = accept_new_host_key_option(),
     verbose: bool = verbose_option(),
@@ -71,7 +74,12 @@ def deploy_command(
     2 usage (also: changes pending with no terminal and no --yes), 3 changes pending (--check),
     69 host unreachable, 78 bad profile, 130 interrupted (the message says which unit is in place).
     Without a terminal k26ctl never prompts: changes need --yes or K26CTL_YES=1."""
+    from k26ctl.cli.common import check_html
     from k26ctl.cli.fleet_cmd import deploy_fleet, is_fleet, refuse_fleet_options
+
+    if check and html is not None:
+        raise UsageError("--html draws what a deploy did; --check does nothing", "drop --check or --html")
+    check_html(html)
 
     roll: dict[str, Any] = {"serial": serial, "max_fail": max_fail, "min_healthy": min_healthy,
             "drain_timeout": drain_timeout, "soak": soak, "resume": resume}  # fmt: skip
@@ -79,7 +87,7 @@ def deploy_command(
         if force or smoke is not None or rollback_on_failure:
             raise UsageError("--force, --smoke/--no-smoke and --rollback-on-failure do not apply to a fleet")
         deploy_fleet(profile, overrides, check=check, diff=diff, as_json=as_json, yes=yes,
-                     accept_new_host_key=accept_new_host_key, **roll)  # fmt: skip
+                     accept_new_host_key=accept_new_host_key, html=html, **roll)  # fmt: skip
     refuse_fleet_options(**roll)
     from k26ctl.deploy.preload import preload
 
@@ -98,7 +106,7 @@ def deploy_command(
         confirm=confirmer(yes),
         accept_new_host_key=accept_new_host_key,
     )
-    run_and_present(deploy, loaded, opts, verbose=verbose, as_json=as_json, show_diff=diff)
+    run_and_present(deploy, loaded, opts, verbose=verbose, as_json=as_json, show_diff=diff, html=html)
 
 
 def confirmer(yes: bool) -> Any:
@@ -116,9 +124,10 @@ def run_and_present(
     verbose: bool,
     as_json: bool,
     show_diff: bool = False,
+    html: Path | None = None,
 ) -> None:
     """Run deploy or rollback with progress on stderr, print the result, exit with its code."""
-    from k26ctl.cli.common import print_json
+    from k26ctl.cli.common import print_json, write_html
     from k26ctl.cli.present.deploy import make_presenter, result_text
 
     presenter = make_presenter(rich=_rich(), verbose=verbose)
@@ -126,6 +135,8 @@ def run_and_present(
         result = action(loaded, opts, on_event=presenter)
     finally:
         presenter.close()
+    if not opts.check:
+        write_html(result.to_json(), html)
     if as_json:
         print_json(result.to_json())
     else:

@@ -4,6 +4,7 @@ A fleet file is recognised by its top-level `fleet:` key; the profile commands h
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -36,9 +37,10 @@ def deploy_fleet(
     yes: bool,
     accept_new_host_key: bool,
     rollback: bool = False,
+    html: Path | None = None,
     **roll: Any,
 ) -> None:
-    from k26ctl.cli.common import print_json
+    from k26ctl.cli.common import print_json, write_html
     from k26ctl.cli.present.fleet import progress, result_text
     from k26ctl.fleet.api import check_fleet, roll_fleet, roll_options
     from k26ctl.fleet.model import load_fleet
@@ -64,6 +66,7 @@ def deploy_fleet(
         )
     options = roll_options(fleet, action="rollback" if rollback else "deploy", **roll)
     result = roll_fleet(fleet, options, progress, accept_new_host_key=accept_new_host_key)
+    write_html(result.to_json(), html)
     if as_json:
         print_json(result.to_json())
     else:

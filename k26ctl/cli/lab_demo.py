@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from k26ctl.cli.common import verbose_option
+
+if TYPE_CHECKING:
+    from k26ctl.lab.demo import DemoOutcome
 
 
 def demo_command(
@@ -18,12 +23,17 @@ def demo_command(
     fleet: bool = typer.Option(
         False, "--fleet", help="Instead: 3 lab hosts behind sglang-router, a good roll and a halted one."
     ),
+    html: Path | None = typer.Option(
+        None, "--html", metavar="DIR", help="Write each step's HTML report into DIR (extra: report)."
+    ),
 ) -> None:
     """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
     (smoke passes), print what happened. The host stays up. With --fleet: rolls behind the router
     under chat load (good, halted at the canary, resumed), fleet NAME (default k26fleet) left up."""
+    if html is not None:
+        _check_html_dir(html)
     if fleet:
-        _fleet_demo("k26fleet" if name == "k26lab" else name, verbose)
+        _fleet_demo("k26fleet" if name == "k26lab" else name, verbose, html)
     from k26ctl.cli.present.bisect import ProgressPrinter
     from k26ctl.cli.present.deploy import PlainPresenter
     from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
@@ -43,10 +53,44 @@ def demo_command(
     outcomes = run_demo(ctx, steps)
     for line in summary_lines(outcomes, name):
         print(line)
+    if html is not None:
+        _write_pages(outcomes, html)
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
 
 
-def _fleet_demo(name: str, verbose: bool) -> None:
+def _check_html_dir(directory: Path) -> None:
+    from k26ctl.errors import UsageError
+    from k26ctl.report import check_available
+    from k26ctl.termsafe import clean
+
+    if not directory.is_dir():
+        raise UsageError(f"--html {clean(str(directory), limit=300)}: not a directory", "create it first")
+    check_available()
+
+
+def _page_name(title: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-") + ".html"
+
+
+def _write_page(document: dict[str, Any], page: Path) -> None:
+    """The page and, beside it, the JSON document it was made from (`k26ctl report` takes it)."""
+    from k26ctl.cli.common import write_html
+    from k26ctl.outputs import write_atomic
+    from k26ctl.termsafe import json_text
+
+    write_atomic(page.with_suffix(".json"), json_text(document, indent=2) + "\n")
+    write_html(document, page)
+
+
+def _write_pages(outcomes: list[DemoOutcome], directory: Path) -> None:
+    """One page per step with a result: the deploys (their smoke) and the bisect."""
+    for outcome in outcomes:
+        document = outcome.result.to_json() if outcome.result is not None else outcome.document
+        if document is not None:
+            _write_page(document, directory / _page_name(outcome.name))
+
+
+def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
     from k26ctl.cli.present.fleet import progress
     from k26ctl.lab.fleet_demo import run_fleet_demo
 
@@ -55,6 +99,10 @@ def _fleet_demo(name: str, verbose: bool) -> None:
             progress(event)
 
     rolls = run_fleet_demo(name, lambda text: print(text, flush=True), show)
+    if html is not None:
+        for roll in rolls:
+            document: dict[str, Any] = {**roll.result.to_json(), "load": roll.load.to_json()}
+            _write_page(document, html / _page_name(f"fleet {roll.result.status} {roll.title.split(':')[0]}"))
     print("summary:")
     for roll in rolls:
         mark = "as expected" if roll.as_expected else "NOT as expected"

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from k26ctl.cli.common import accept_new_host_key_option, json_option, profile_argument, set_option
+from k26ctl.cli.common import (
+    accept_new_host_key_option,
+    html_option,
+    json_option,
+    profile_argument,
+    set_option,
+)
 
 if TYPE_CHECKING:
     from k26ctl.smoke.report import RequestResult, SmokeReport
@@ -25,6 +31,7 @@ def smoke(
     ),
     as_json: bool = json_option(),
     junit: Path | None = typer.Option(None, "--junit", metavar="FILE", help="Also write JUnit XML."),
+    html: Path | None = html_option(),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1, help="Requests in flight (>= 2)."),
     baseline: Path | None = typer.Option(None, "--baseline", metavar="FILE", help="Compare greedy outputs."),
     record_baseline: Path | None = typer.Option(
@@ -59,7 +66,7 @@ def smoke(
         )
     if url is not None and overrides:
         raise UsageError("--set applies to a profile, not to --url")
-    _check_options(url, timeout, junit, record_baseline)
+    _check_options(url, timeout, junit, record_baseline, html)
     try:
         report = _run(
             profile,
@@ -87,12 +94,16 @@ def smoke(
 
             write_atomic(junit, unreachable_junit(suite or "default", exc.one_line()))
         raise
-    _present(report, as_json, junit)
+    _present(report, as_json, junit, html)
     raise typer.Exit(0 if report.passed else 1)
 
 
 def _check_options(
-    url: str | None, timeout: float | None, junit: Path | None, record_baseline: Path | None
+    url: str | None,
+    timeout: float | None,
+    junit: Path | None,
+    record_baseline: Path | None,
+    html: Path | None = None,
 ) -> None:
     """Refuse what cannot work before anything runs: a 20-minute suite must not end in a lost report."""
     from k26ctl.errors import UsageError
@@ -112,6 +123,9 @@ def _check_options(
         check_writable(junit, "--junit")
     if record_baseline is not None:
         check_writable(record_baseline, "--record-baseline")
+    from k26ctl.cli.common import check_html
+
+    check_html(html)
 
 
 def check_base_url(url: str) -> None:
@@ -199,16 +213,17 @@ def _run(
         return run_smoke(target, suite, options=options)
 
 
-def _present(report: SmokeReport, as_json: bool, junit: Path | None) -> None:
+def _present(report: SmokeReport, as_json: bool, junit: Path | None, html: Path | None = None) -> None:
     from rich.text import Text
 
-    from k26ctl.cli.common import print_json, stderr_console, stdout_console
+    from k26ctl.cli.common import print_json, stderr_console, stdout_console, write_html
     from k26ctl.cli.present.smoke import render_table
 
     if junit is not None:
         from k26ctl.outputs import write_atomic
 
         write_atomic(junit, report.to_junit())
+    write_html(report.to_json(), html)
     if as_json:
         print_json(report.to_json())
         stderr_console().print(Text(report.summary()), highlight=False)

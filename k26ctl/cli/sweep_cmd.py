@@ -13,6 +13,8 @@ import typer
 from k26ctl.cli.common import (
     DefaultCommandGroup,
     accept_new_host_key_option,
+    check_html,
+    html_option,
     json_option,
     print_json,
     profile_argument,
@@ -104,12 +106,14 @@ def start(
     session: str = session_option(),
     yes: bool = yes_option(),
     as_json: bool = json_option(),
+    html: Path | None = html_option(),
     accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     from k26ctl.errors import UsageError
     from k26ctl.sweep import api
     from k26ctl.sweep.space import parse_param
 
+    check_html(html)
     ctx = _context(session, yes, accept_new_host_key)
     if resume:
         if params:
@@ -139,22 +143,24 @@ def start(
             controls=not no_controls,
         )
         result = _interruptible(lambda: api.start(spec, ctx), session)
-    _finish(spec, result, session, write_profile, as_json)
+    _finish(spec, result, session, write_profile, as_json, html)
 
 
 def log(
     write_profile: Path | None = write_profile_option(),
     session: str = session_option(),
     as_json: bool = json_option(),
+    html: Path | None = html_option(),
 ) -> None:
     """The points measured so far: the table with the Pareto front, or --json. Exit 1 without a best point."""
     from k26ctl.sweep import api
 
+    check_html(html)
     spec, result, unreadable = api.current_result(_context(session, yes=False, accept_new_host_key=False))
     if unreadable is not None:
         write_profile = None  # the best of an incomplete log is no basis for a profile
     try:
-        _finish(spec, result, session, write_profile, as_json)
+        _finish(spec, result, session, write_profile, as_json, html)
     finally:
         if unreadable is not None:  # the points that read are shown; this error (exit 78) wins
             raise unreadable
@@ -191,11 +197,18 @@ def _context(session: str, yes: bool, accept_new_host_key: bool) -> Context:
 
 
 def _finish(
-    spec: SweepSpec, result: SweepResult, session: str, write_profile: Path | None, as_json: bool
+    spec: SweepSpec,
+    result: SweepResult,
+    session: str,
+    write_profile: Path | None,
+    as_json: bool,
+    html: Path | None = None,
 ) -> None:
+    from k26ctl.cli.common import write_html
     from k26ctl.cli.present.sweep import render_table
     from k26ctl.sweep.result import write_winner
 
+    write_html(result.to_json(), html)
     if write_profile is not None and result.best is not None:
         write_winner(write_profile, spec.profile, spec.sets, result.best.assignment, f"sweep-{session}")
     if as_json:

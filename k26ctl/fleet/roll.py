@@ -280,6 +280,7 @@ class Roll:
             self._check_cancel()
             self._set(member, rec.DEPLOYING, detail=f"{self.opts.action} running")
             outcome = self._timed(member, "deploy", member.apply, "unknown")
+            self._split_smoke(member, outcome)
             if not outcome.ok:
                 raise StepFailed(
                     self.opts.action, outcome.message or f"{self.opts.action} failed", outcome.config
@@ -295,6 +296,19 @@ class Roll:
         except StepFailed as failure:
             self._fail(member, failure)
             return False
+
+    def _split_smoke(self, member: MemberOps, outcome: ApplyOutcome) -> None:
+        """The deploy's own smoke step, out of the deploy's time into a step of its own."""
+        steps = outcome.data.get("steps") if isinstance(outcome.data, dict) else None
+        smoke = [s.get("seconds") for s in steps or [] if isinstance(s, dict) and s.get("name") == "smoke"]
+        if not smoke or not isinstance(smoke[0], (int, float)):
+            return
+        with self._lock:
+            assert self.record is not None
+            seconds = self.record.members[member.name].seconds
+            if "deploy" in seconds:
+                seconds["smoke"] = round(min(float(smoke[0]), seconds["deploy"]), 3)
+                seconds["deploy"] = round(seconds["deploy"] - seconds["smoke"], 3)
 
     def _timed(self, member: MemberOps, step: str, fn: Callable[[], Any], config: str) -> Any:
         """Run one step; an error the host or router raises fails the member at this step."""

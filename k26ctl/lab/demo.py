@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from k26ctl.bisect import api
 from k26ctl.bisect.engine import Reporter
@@ -45,6 +46,7 @@ class DemoOutcome:
     seconds: float
     result: DeployResult | None = None
     detail: list[str] = field(default_factory=list)
+    document: dict[str, Any] | None = None  # the step's --json document when it is no deploy
 
 
 DemoStep = Callable[[DemoContext], DemoOutcome]
@@ -164,6 +166,7 @@ def step_bisect(ctx: DemoContext) -> DemoOutcome:
         time.monotonic() - started,
         None,
         detail,
+        doc,
     )
 
 

@@ -78,6 +78,16 @@ class LoadReport:
             "p99_s": round(percentile(latencies, 99), 3) if latencies else None,
         }
 
+    def windows(self, seconds: float = 5.0) -> list[dict[str, Any]]:
+        """The summary of each `seconds`-long window of sending time, `t` its end after the first send."""
+        if not self.samples:
+            return []
+        first = min(s.started for s in self.samples)
+        buckets: dict[int, list[Sample]] = {}
+        for sample in self.samples:
+            buckets.setdefault(int((sample.started - first) // seconds), []).append(sample)
+        return [{"t": round((n + 1) * seconds, 1), **self.summary(buckets[n])} for n in sorted(buckets)]
+
     def to_json(self) -> dict[str, Any]:
         failures = [s.error or f"HTTP {s.status}" for s in self.samples if not s.ok][:10]
         bad = [{"text": s.text[:120], "reasons": s.reasons} for s in self.samples if s.degenerate][:10]
@@ -87,6 +97,7 @@ class LoadReport:
             **self.summary(self.samples),
             "failures": failures,
             "degenerate_examples": bad,
+            "windows": self.windows(),
         }
 
     def text(self) -> str:

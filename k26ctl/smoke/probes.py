@@ -29,6 +29,9 @@ DEFAULT_POSITIONS = 32
 _CHUNK = 32
 # How long the server may take to become idle before it refuses the flush.
 FLUSH_TIMEOUT_S = 10.0
+# Mismatches decoded to text per answer (two /v1/detokenize calls each), for the report's token strip;
+# the rest are listed by position and token id.
+DECODED_PER_ANSWER = 4
 
 
 class ProbeClient(Protocol):
@@ -208,6 +211,15 @@ class ProbeReport:
                     "attempt": a.attempt,
                     "checked": a.checked,
                     "mismatch_positions": [m.position for m in a.mismatches],
+                    "mismatch_tokens": [
+                        {
+                            "position": m.position,
+                            "expected_id": m.expected_id,
+                            "got_id": m.got_id,
+                            **({"expected": m.expected, "got": m.got} if m.expected or m.got else {}),
+                        }
+                        for m in a.mismatches
+                    ],
                 }
                 for a in self.answers
             ],
@@ -223,6 +235,11 @@ def _decode(client: ProbeClient, token: int) -> str:
         return client.detokenize([token])
     except Exception:  # the text is for the reader only; the ids decided the verdict
         return f"<token {token}>"
+
+
+def _decoded(client: ProbeClient, m: Mismatch) -> Mismatch:
+    expected, got = _decode(client, m.expected_id), _decode(client, m.got_id)
+    return Mismatch(m.prompt_id, m.attempt, m.position, m.expected_id, m.got_id, expected, got)
 
 
 def run_probes(
@@ -276,18 +293,9 @@ def run_probes(
             if got != expected:
                 entry.mismatches.append(Mismatch(answer.prompt_id, answer.attempt, position, expected, got))
         report.answers.append(entry)
-    first = report.first_mismatch
-    if first is not None:
-        decoded = Mismatch(
-            first.prompt_id,
-            first.attempt,
-            first.position,
-            first.expected_id,
-            first.got_id,
-            _decode(client, first.expected_id),
-            _decode(client, first.got_id),
-        )
-        for entry in report.answers:
-            entry.mismatches = [decoded if m == first else m for m in entry.mismatches]
+    for entry in report.answers:
+        entry.mismatches = [
+            _decoded(client, m) if n < DECODED_PER_ANSWER else m for n, m in enumerate(entry.mismatches)
+        ]
     report.elapsed = time.monotonic() - started
     return report

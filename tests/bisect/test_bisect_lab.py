@@ -37,6 +37,13 @@ def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
     return {"XDG_STATE_HOME": str(state)}
 
 
+def _html(page: Path) -> list[str]:
+    """--html PAGE where the report extra is installed (the log works the same without it)."""
+    import importlib.util
+
+    return ["--html", str(page)] if importlib.util.find_spec("matplotlib") else []
+
+
 def lab_sets(lab_host, *, short_suite: bool = True) -> list[str]:
     """The lab host, and (except where the exact shipped behaviour is the point) a two-prompt suite
     that keeps each step short."""
@@ -91,9 +98,15 @@ def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(lab_
     assert {s["verdict"] for s in doc["steps"]} == {"good", "bad"}
     print(f"\nlab budget search: {doc['restarts']} restarts (bound 6, a sweep needs 10), {wall:.1f} s wall")
 
-    log = run_k26ctl("bisect-config", "log", env=lab_env, timeout=600)
+    page = Path(lab_env["XDG_STATE_HOME"]) / "log.html"
+    log = run_k26ctl("bisect-config", "log", *_html(page), env=lab_env, timeout=600)
     assert log.stdout.count("k26-bisect-step") == len(doc["steps"])
     assert "k26ctl deploy" in log.stdout and "--set spec.ddtree.budget=8" in log.stdout
+    if _html(page):  # the log's page is the page of its JSON document
+        log_json = run_k26ctl("bisect-config", "log", "--json", env=lab_env, timeout=600)
+        from k26ctl.report import page_html
+
+        assert page.read_text() == page_html(json.loads(log_json.stdout))
 
     reset = run_k26ctl("bisect-config", "reset", "--yes", env=lab_env, timeout=600)
     assert reset.returncode == 0, reset.stderr[-2000:]

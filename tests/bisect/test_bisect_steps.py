@@ -114,3 +114,19 @@ def test_reading_deploy_results() -> None:
     assert deployed_from_result(smoke_fail).smoke_verdict is Verdict.BAD
     fine = DeployResult(profile="p", host="h", unit="u", smoke=Report(True))
     assert deployed_from_result(fine).smoke_verdict is Verdict.GOOD and deployed_from_result(fine).up
+
+
+def test_the_restart_load_time_goes_from_the_deploy_into_the_step_and_its_records() -> None:
+    from k26ctl.bisect.session import StepRecord
+
+    result = DeployResult(
+        profile="p", host="h", unit="u", restarted=True, load_seconds=8.4, smoke=Report(True)
+    )
+    deployed = deployed_from_result(result)
+    assert deployed.load_seconds == 8.4
+    outcome = DeployingStepRunner(base(), ScriptedDeployer(deployed), None).run(PROBE, 1)
+    assert outcome.load_seconds == 8.4
+    record = StepRecord(1, {KEY: 9}, Verdict.GOOD, 20.0, True, ["good"], "ok", load_seconds=8.4)
+    assert StepRecord.from_json(record.to_json()).load_seconds == 8.4
+    assert StepRecord.from_json({**record.to_json(), "load_seconds": None}).load_seconds is None
+    assert StepRecord.from_json({**record.to_json(), "load_seconds": "8"}).load_seconds is None

@@ -244,3 +244,33 @@ def test_ctrl_c_while_soaking_takes_the_member_out(tmp_path: Path) -> None:
     result = run(router, members, store, **opts)
     assert result.where()["h1"] == "interrupted, out of router (new config)"
     assert members[0].url not in router.listed
+
+
+class SmokingMember(FakeMember):
+    """Its deploy document says the deploy's own smoke step took 12 of the deploy's seconds."""
+
+    def apply(self):  # type: ignore[no-untyped-def]
+        outcome = super().apply()
+        outcome.data = {"steps": [{"name": "restart", "seconds": 3.0}, {"name": "smoke", "seconds": 12.0}]}
+        return outcome
+
+
+def test_the_deploys_smoke_gets_its_own_seconds_in_the_record(tmp_path: Path) -> None:
+    router = FakeRouter()
+    clock = Clock()
+    members = [
+        SmokingMember(
+            f"h{i}", f"http://10.0.0.{i}:30000", router=router, during_apply=lambda: clock.sleep(30.0)
+        )
+        for i in (1, 2)
+    ]
+    for member in members:
+        router.add(member.url)
+    store = LocalStore("f", root=tmp_path)
+    options = RollOptions(soak=1.0, poll=0.1, sync_interval=3600.0)
+    result = Roll("f", members, router, options, store, sleep=clock.sleep, clock=clock).run()  # type: ignore[arg-type]
+    assert result.status == "done"
+    for name in ("h1", "h2"):
+        seconds = result.to_json()["members"][name]["seconds"]
+        assert seconds["smoke"] == 12.0 and seconds["deploy"] == 18.0
+        assert list(seconds)[:4] == ["remove", "drain", "deploy", "smoke"]

@@ -70,6 +70,14 @@ def test_isolated_flip_passes_and_many_mismatches_fail() -> None:
     data = report.to_json()
     assert data["first_mismatch"] == {"prompt_id": "p", "position": 1, "expected": "g", "got": "b"}
     assert data["checked"] == 32 and data["mismatches"] == len(report.mismatches) and data["flushed"] is True
+    # each answer lists its mismatches by token id; the first four are decoded, the rest are not
+    tokens = data["answers"][0]["mismatch_tokens"]
+    assert [t["position"] for t in tokens] == data["answers"][0]["mismatch_positions"] and len(tokens) > 4
+    assert all("expected" in t and "got" in t for t in tokens[:4])
+    assert (
+        not any("expected" in t for t in tokens[4:])
+        and tokens[5]["expected_id"] == broken[tokens[5]["position"]]
+    )
 
 
 def test_share_rule_catches_a_bug_spread_thin() -> None:

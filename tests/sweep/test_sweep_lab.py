@@ -8,6 +8,7 @@ and the winner profile agree; reset restores what was live before the sweep.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -77,8 +78,13 @@ def test_small_sweep_on_the_lab_host(lab_host, lab_env: dict[str, str], tmp_path
     rendered = run_k26ctl("render", str(winner_file), "--format", "argv", env=lab_env, timeout=900)
     assert rendered.returncode == 0, rendered.stderr
     # the log reads the same session back without deploying anything
-    log = run_k26ctl("sweep", "log", "--json", env=lab_env, timeout=900)
+    html = ["--html", str(tmp_path / "log.html")] if importlib.util.find_spec("matplotlib") else []
+    log = run_k26ctl("sweep", "log", "--json", *html, env=lab_env, timeout=900)
     assert log.returncode == 0, log.stderr
+    if html:  # the log's page is the page of the document it prints
+        from k26ctl.report import page_html
+
+        assert (tmp_path / "log.html").read_text() == page_html(json.loads(log.stdout))
     assert [p["assignment"] for p in json.loads(log.stdout)["points"]] == [
         p["assignment"] for p in doc["points"]
     ]
