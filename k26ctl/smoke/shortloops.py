@@ -1,0 +1,186 @@
+"""Repetition at the small scale, where the character loop finder's weight thresholds do not reach:
+
+- line_loop: the same line written three times in a row (blank lines between allowed);
+- short_loop: a short text that is mostly one unit repeated up to its very end ("Wait, I's... Wait,
+  I's... Wa");
+- word_loop: a group of one to four words written two and a half times back to back ("Seine River
+  Seine River Seine"), and an item doubled inside a comma-separated enumeration ("beta, gamma,
+  gamma, delta").
+
+Every finding names the repeated unit and its span.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from k26ctl.smoke.finding import Finding
+from k26ctl.smoke.kinds import KindProfile
+from k26ctl.smoke.textstats import tandem_repeats, visible, weighted_len
+
+# Words people double or triple on purpose ("ha ha ha", "no, no, no", "very, very").
+# fmt: off
+_CHANTED = frozenset(
+    (
+        "ha", "he", "hee", "ho", "la", "na", "da", "no", "yes", "so", "very", "bye", "now", "well", "go",
+        "come", "knock", "tut", "hip", "chop", "really", "more", "again", "far", "long", "away", "over",
+        "round", "and", "many", "much", "oh", "ah", "blah", "yeah", "run", "tick", "tock", "ding", "dong",
+        "boom", "bang", "click", "beep", "woof", "meow", "quack", "cha", "rah", "ole", "olé", "bla",
+    )
+)
+# fmt: on
+
+
+def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
+    piece = text[start:end]
+    return piece if len(piece) <= limit else piece[: limit - 3] + "..."
+
+
+_LINE = re.compile(r"[^\n]+")
+LINE_COPIES = 3  # one line this many times in a row (blank lines between them allowed)
+_LINE_LETTERS = 6  # ... when it carries at least this many letters ("}" or "---" three times is layout)
+
+
+def detect_line_loop(text: str, profile: KindProfile) -> list[Finding]:
+    """The same non-blank line three times in a row: a phrase loop that short lines hide from the
+    character loop finder (" Need implement.\\n\\n Need implement.\\n\\n Need implement.")."""
+    if "\n" not in text:
+        return []
+    best: tuple[int, int, int, str] | None = None  # copies, start, end, line
+    run_line = ""
+    run_start = run_end = 0
+    copies = 0
+    for match in _LINE.finditer(text):
+        line = match.group().strip()
+        if not line:
+            continue
+        if line == run_line:
+            copies += 1
+            run_end = match.end()
+        else:
+            run_line, run_start, run_end, copies = line, match.start(), match.end(), 1
+        letters = sum(ch.isalpha() for ch in line)
+        if copies >= LINE_COPIES and letters >= _LINE_LETTERS and (best is None or copies > best[0]):
+            best = (copies, run_start, run_end, line)
+    if best is None or profile.name in ("table", "art"):
+        return []
+    copies, start, end, line = best
+    if profile.name == "code" and copies < 2 * LINE_COPIES:
+        return []  # three equal statements in a row happen in code
+    return [
+        Finding(
+            "line_loop",
+            float(copies),
+            float(LINE_COPIES),
+            (start, end),
+            _excerpt(text, start, end),
+            f"the line {line[:40]!r} is written {copies} times in a row",
+        )
+    ]
+
+
+SHORT_LOOP_SHARE = 0.5  # of the visible text taken by the copies of one unit
+_SHORT_LOOP_MAX = 400  # characters: longer texts are the weight-based loop finders'
+_UNIT_WEIGHT = 6
+
+
+def detect_short_loop(text: str, profile: KindProfile) -> list[Finding]:
+    """A short text that ends inside back-to-back copies of one unit, the copies making up half of
+    what it shows or more ("When the\\n.\\n\\nThe first\\n\\n.\\n\\nThe first\\n\\n.")."""
+    if len(text) > _SHORT_LOOP_MAX or profile.name in ("code", "table", "json", "art"):
+        return []
+    body = text.rstrip()
+    shown = len(visible(body))
+    if shown < 12:
+        return []
+    for rep in tandem_repeats(body):
+        unit = rep.unit
+        if rep.end < len(body) - 3 or weighted_len(unit.strip()) < _UNIT_WEIGHT:
+            continue
+        if sum(ch.isalpha() for ch in unit) < 3:
+            continue
+        share = len(visible(body[rep.start : rep.end])) / shown
+        if share >= SHORT_LOOP_SHARE:
+            return [
+                Finding(
+                    "short_loop",
+                    round(share, 3),
+                    SHORT_LOOP_SHARE,
+                    (rep.start, rep.end),
+                    _excerpt(text, rep.start, rep.end),
+                    f"{unit.strip()[:40]!r} repeated {rep.copies:.1f} times up to the end "
+                    f"({share:.0%} of the text)",
+                )
+            ]
+    return []
+
+
+_TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*")
+
+
+def detect_word_loop(text: str, profile: KindProfile) -> list[Finding]:
+    """A group of one to four words said two and a half times in a row with only blanks between
+    ("Seine River Seine River Seine", "of the of the of"), or one item written twice in a row inside
+    a comma-separated enumeration of four or more items ("alpha, beta, gamma, gamma, delta")."""
+    if profile.name in ("code", "table", "json", "art", "math"):
+        return []
+    found = _tandem_words(text) or _doubled_item(text)
+    return [found] if found else []
+
+
+def _tandem_words(text: str) -> Finding | None:
+    tokens = list(_TOKEN.finditer(text))
+    if len(tokens) < 5:
+        return None
+    lowered = [t.group().lower() for t in tokens]
+    for size in (2, 3, 4):
+        for i in range(len(tokens) - 2 * size):
+            if lowered[i : i + size] != lowered[i + size : i + 2 * size]:
+                continue
+            if lowered[i + 2 * size] != lowered[i]:
+                continue  # two and a half copies at least
+            group = lowered[i : i + size]
+            if len(set(group)) < size or all(word in _CHANTED for word in group):
+                continue
+            start, end = tokens[i].start(), tokens[i + 2 * size].end()
+            if not _only_blanks_between(text, tokens[i : i + 2 * size + 1]):
+                continue
+            return Finding(
+                "word_loop",
+                2.5,
+                2.5,
+                (start, end),
+                _excerpt(text, start, end),
+                f"the words {' '.join(group)!r} are written two and a half times in a row",
+            )
+    return None
+
+
+def _only_blanks_between(text: str, tokens: list[re.Match[str]]) -> bool:
+    return all(text[a.end() : b.start()].isspace() for a, b in itertools.pairwise(tokens))
+
+
+_ENUMERATION = re.compile(r"[^\W\d_]{3,}(?:, [^\W\d_]{3,}){3,}")
+
+
+def _doubled_item(text: str) -> Finding | None:
+    for match in _ENUMERATION.finditer(text):
+        items = match.group().split(", ")
+        lowered = [item.lower() for item in items]
+        for i in range(len(items) - 1):
+            if lowered[i] != lowered[i + 1] or lowered[i] in _CHANTED:
+                continue
+            if len(set(lowered)) < len(lowered) - 1:
+                continue  # a chant or a refrain list repeats more than one item
+            start = match.start() + sum(len(item) + 2 for item in items[:i])
+            end = start + 2 * len(items[i]) + 2
+            return Finding(
+                "word_loop",
+                2.0,
+                2.0,
+                (start, end),
+                _excerpt(text, match.start(), match.end()),
+                f"the item {items[i]!r} is written twice in a row in an enumeration",
+            )
+    return None
