@@ -179,7 +179,7 @@ def collect_lab(path: Path) -> None:
     (greedy speculative decoding is lossless), else 'bad'. Written as JSON Lines like dev.jsonl."""
     from concurrent.futures import ThreadPoolExecutor
 
-    sys.path.insert(0, str(ROOT / "tests" / "smoke"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     from lab_server import lab_server
 
     from k26ctl.lab.server.corpus import _paragraphs, parse_chats

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "smoke"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from lab_server import lab_server  # noqa: E402
 

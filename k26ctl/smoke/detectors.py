@@ -46,7 +46,7 @@ from k26ctl.smoke.textstats import (
     visible,
     weighted_len,
 )
-from k26ctl.smoke.tokensoup import detect_glued_tokens, detect_short_gibberish
+from k26ctl.smoke.tokensoup import detect_glued_tokens, detect_short_gibberish, detect_stray_cjk
 from k26ctl.smoke.wordsignals import (
     blank_markup,
     detect_non_words,
@@ -942,6 +942,7 @@ def score_text(
     findings += detect_special_tokens(text, prompt)
     findings += detect_tokenizer_leak(text)
     findings += detect_partial_tokens(text, prompt)
+    findings += detect_stray_cjk(view)
     findings += detect_role_opening(text, prompt)
     findings += detect_end_markers(text)
     findings += detect_invented_turn(text, prompt)

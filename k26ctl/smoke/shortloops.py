@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import itertools
 import re
+from itertools import compress, count
+from operator import eq
 
 from k26ctl.smoke.finding import Finding
 from k26ctl.smoke.kinds import KindProfile
 from k26ctl.smoke.textstats import tandem_repeats, visible, weighted_len
+from k26ctl.smoke.wordsignals import blank_markup
+from k26ctl.smoke.wordstats import words_of
 
 # Words people double or triple on purpose ("ha ha ha", "no, no, no", "very, very").
 # fmt: off
@@ -38,8 +42,9 @@ def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
 
 
 _LINE = re.compile(r"[^\n]+")
+_WORD = re.compile(r"[^\W\d_]{2,}")  # letters of words, not the "x" of "0x00"
 LINE_COPIES = 3  # one line this many times in a row (blank lines between them allowed)
-_LINE_LETTERS = 6  # ... when it carries at least this many letters ("}" or "---" three times is layout)
+_LINE_LETTERS = 6  # ... when its words carry this many letters ("}" or "---" three times is layout)
 
 
 def detect_line_loop(text: str, profile: KindProfile) -> list[Finding]:
@@ -60,14 +65,12 @@ def detect_line_loop(text: str, profile: KindProfile) -> list[Finding]:
             run_end = match.end()
         else:
             run_line, run_start, run_end, copies = line, match.start(), match.end(), 1
-        letters = sum(ch.isalpha() for ch in line)
+        letters = sum(map(len, _WORD.findall(line)))
         if copies >= LINE_COPIES and letters >= _LINE_LETTERS and (best is None or copies > best[0]):
             best = (copies, run_start, run_end, line)
-    if best is None or profile.name in ("table", "art"):
-        return []
+    if best is None or profile.repetition_needs_open_end:
+        return []  # code, tables, JSON and art repeat rows: the loop finders judge them
     copies, start, end, line = best
-    if profile.name == "code" and copies < 2 * LINE_COPIES:
-        return []  # three equal statements in a row happen in code
     return [
         Finding(
             "line_loop",
@@ -116,9 +119,6 @@ def detect_short_loop(text: str, profile: KindProfile) -> list[Finding]:
     return []
 
 
-_TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*")
-
-
 def detect_word_loop(text: str, profile: KindProfile) -> list[Finding]:
     """A group of one to four words said two and a half times in a row with only blanks between
     ("Seine River Seine River Seine", "of the of the of"), or one item written twice in a row inside
@@ -130,22 +130,27 @@ def detect_word_loop(text: str, profile: KindProfile) -> list[Finding]:
 
 
 def _tandem_words(text: str) -> Finding | None:
-    tokens = list(_TOKEN.finditer(text))
-    if len(tokens) < 5:
+    words = words_of(blank_markup(text))  # (cached: the word-level detectors ask for the same)
+    if len(words) < 5:
         return None
-    lowered = [t.group().lower() for t in tokens]
+    lowered = [w.text.lower() for w in words]
     for size in (2, 3, 4):
-        for i in range(len(tokens) - 2 * size):
+        # a group comes back `size` and `2 * size` words later: only there can a loop start
+        starts = [
+            i
+            for i in compress(count(), map(eq, lowered, lowered[size:]))
+            if i + 2 * size < len(lowered) and lowered[i + 2 * size] == lowered[i]
+        ]
+        for i in starts:
             if lowered[i : i + size] != lowered[i + size : i + 2 * size]:
                 continue
-            if lowered[i + 2 * size] != lowered[i]:
-                continue  # two and a half copies at least
             group = lowered[i : i + size]
             if len(set(group)) < size or all(word in _CHANTED for word in group):
                 continue
-            start, end = tokens[i].start(), tokens[i + 2 * size].end()
-            if not _only_blanks_between(text, tokens[i : i + 2 * size + 1]):
+            span = words[i : i + 2 * size + 1]
+            if not all(text[a.end : b.start].isspace() for a, b in itertools.pairwise(span)):
                 continue
+            start, end = span[0].start, span[-1].end
             return Finding(
                 "word_loop",
                 2.5,
@@ -157,14 +162,12 @@ def _tandem_words(text: str) -> Finding | None:
     return None
 
 
-def _only_blanks_between(text: str, tokens: list[re.Match[str]]) -> bool:
-    return all(text[a.end() : b.start()].isspace() for a, b in itertools.pairwise(tokens))
-
-
 _ENUMERATION = re.compile(r"[^\W\d_]{3,}(?:, [^\W\d_]{3,}){3,}")
 
 
 def _doubled_item(text: str) -> Finding | None:
+    if text.count(", ") < 3:
+        return None
     for match in _ENUMERATION.finditer(text):
         items = match.group().split(", ")
         lowered = [item.lower() for item in items]

@@ -28,6 +28,7 @@ def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
 # A case join inside a word: "nC" (lower then upper) or "SSi" (an upper run ending where a capitalised
 # piece starts).
 _CASE_JOIN = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CASE_JOIN_HINT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
 _PIECE_MIN = 4  # letters: shorter pieces ("Mc", "Py", "iOS") are not judged
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _CJK_SCRIPTS = ("Han", "Hiragana", "Katakana", "Hangul")
@@ -39,16 +40,19 @@ def detect_glued_tokens(text: str, profile: KindProfile) -> list[Finding]:
     characters glued to Latin letters inside a word while the rest of the text is Latin."""
     if not profile.check_gibberish:
         return []
+    cjk = not text.isascii() and _CJK.search(text) is not None
+    if not cjk and not _CASE_JOIN_HINT.search(text):
+        return []  # neither a case join nor a CJK character: nothing can be glued
     words = words_of(blank_markup(text))
     if not words:
         return []
-    latin = sum(len(w.text) for w in words if w.script == "Latin" and not w.mixed)
-    cjk_letters = sum(len(m.group()) for m in _CJK.finditer(text))
     glued: list[tuple[Word, str]] = []
     # Chinese and Japanese glue Latin terms to their words; in a text that is nearly all Latin, a CJK
     # run glued to lower-case Latin letters is a stray token.
-    if cjk_letters and cjk_letters * 10 < latin:
-        glued += [(w, "Latin+CJK") for w in words if _latin_and_cjk(w)]
+    if cjk:
+        latin = sum(len(w.text) for w in words if w.script == "Latin" and not w.mixed)
+        if sum(len(m.group()) for m in _CJK.finditer(text)) * 10 < latin:
+            glued += [(w, "Latin+CJK") for w in words if _latin_and_cjk(w)]
     glued += [(w, piece) for w in words if w.script == "Latin" and (piece := _odd_piece(w.text))]
     # A glued form the text uses again is a name it means (an identifier, a brand: "GdkPixbuf");
     # vocabulary soup does not come back to the same invention.
@@ -135,3 +139,52 @@ def detect_short_gibberish(text: str, profile: KindProfile) -> list[Finding]:
             f"a short answer of no known words ({shown})",
         )
     ]
+
+
+_CJK_GLUED = re.compile(
+    r"(?<=[A-Za-z0-9_=+\-*/%(.,;:])[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{1,4}"
+    r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{1,4}(?=[A-Za-z0-9_=+\-*/%)])"
+)
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+STRAY_MIN_LATIN = 40  # ASCII letters the text must hold for one CJK run to stand out
+
+
+def detect_stray_cjk(text: str) -> list[Finding]:
+    """One short run of CJK characters inside an English or code text that has no other CJK in it
+    ("return x +的 y", "and its food 很 and culture"): a single token sampled from the wrong part of
+    the vocabulary. Text that writes CJK on purpose writes more of it, sets it apart with quotes or
+    brackets, or talks about the language."""
+    if text.isascii():
+        return []
+    runs = list(_CJK.finditer(text))
+    if len(runs) != 1 or len(runs[0].group()) > 4 or len(_ASCII_LETTER.findall(text)) < STRAY_MIN_LATIN:
+        return []
+    start, end = runs[0].span()
+    before, after = text[max(0, start - 1) : start], text[end : end + 2]
+    if before.isupper():
+        return []  # "XXXXコンニチハ": a display-width sample, not a token
+    glued = _CJK_GLUED.search(text) is not None
+    set_apart = before in _OPENERS or after[:1] in _CLOSERS or after.strip()[:1] in "(:[\"'"
+    if not glued and (set_apart or _ABOUT_LANGUAGE.search(text)):
+        return []
+    # Glued to letters, digits or operators it is a token; between spaces it may be a word quoted
+    # without quotes ("the sign said 出口"), so it is reported without failing the text.
+    return [
+        Finding(
+            "stray_token",
+            1.0,
+            1.0,
+            (start, end),
+            _excerpt(text, max(0, start - 20), end + 20),
+            f"a lone CJK token {runs[0].group()!r} inside text otherwise written in Latin letters",
+            severity="fail" if glued else "warn",
+        )
+    ]
+
+
+_OPENERS = frozenset("\"'`(\u201c\u2018\u300c[")
+_CLOSERS = frozenset("\"'`)\u201d\u2019\u300d]")
+_ABOUT_LANGUAGE = re.compile(
+    r"(?i)chinese|japanese|korean|mandarin|cantonese|kanji|hanzi|hangul|kana|character|word|means"
+    r"|written|pronounc|translat|symbol|unicode|emoji"
+)
