@@ -3,7 +3,7 @@
 - line_loop: the same line written three times in a row (blank lines between allowed);
 - short_loop: a short text that is mostly one unit repeated up to its very end ("Wait, I's... Wait,
   I's... Wa");
-- word_loop: a group of one to four words written two and a half times back to back ("Seine River
+- word_loop: a group of two to four words written two and a half times back to back ("Seine River
   Seine River Seine"), and an item doubled inside a comma-separated enumeration ("beta, gamma,
   gamma, delta").
 
@@ -41,7 +41,6 @@ def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
     return piece if len(piece) <= limit else piece[: limit - 3] + "..."
 
 
-_LINE = re.compile(r"[^\n]+")
 _WORD = re.compile(r"[^\W\d_]{2,}")  # letters of words, not the "x" of "0x00"
 LINE_COPIES = 3  # one line this many times in a row (blank lines between them allowed)
 _LINE_LETTERS = 6  # ... when its words carry this many letters ("}" or "---" three times is layout)
@@ -50,26 +49,25 @@ _LINE_LETTERS = 6  # ... when its words carry this many letters ("}" or "---" th
 def detect_line_loop(text: str, profile: KindProfile) -> list[Finding]:
     """The same non-blank line three times in a row: a phrase loop that short lines hide from the
     character loop finder (" Need implement.\\n\\n Need implement.\\n\\n Need implement.")."""
-    if "\n" not in text:
-        return []
-    best: tuple[int, int, int, str] | None = None  # copies, start, end, line
-    run_line = ""
-    run_start = run_end = 0
-    copies = 0
-    for match in _LINE.finditer(text):
-        line = match.group().strip()
-        if not line:
-            continue
-        if line == run_line:
-            copies += 1
-            run_end = match.end()
-        else:
-            run_line, run_start, run_end, copies = line, match.start(), match.end(), 1
-        letters = sum(map(len, _WORD.findall(line)))
-        if copies >= LINE_COPIES and letters >= _LINE_LETTERS and (best is None or copies > best[0]):
-            best = (copies, run_start, run_end, line)
-    if best is None or profile.repetition_needs_open_end:
+    if "\n" not in text or profile.repetition_needs_open_end:
         return []  # code, tables, JSON and art repeat rows: the loop finders judge them
+    lines = text.split("\n")
+    stripped = [line.strip() for line in lines]
+    ends = list(itertools.accumulate(len(line) + 1 for line in lines))  # offset after each line's "\n"
+    kept = [i for i, line in enumerate(stripped) if line]  # blank lines between copies are allowed
+    best: tuple[int, int, int, str] | None = None  # copies, start, end, line
+    run = 1
+    for a, b in itertools.pairwise(kept):
+        run = run + 1 if stripped[a] == stripped[b] else 1
+        if run < LINE_COPIES or (best is not None and run <= best[0]):
+            continue
+        line = stripped[b]
+        if sum(map(len, _WORD.findall(line))) >= _LINE_LETTERS:
+            first = kept[kept.index(b) - run + 1]
+            start = ends[first] - len(lines[first]) - 1
+            best = (run, start + lines[first].index(line), ends[b] - 1, line)
+    if best is None:
+        return []
     copies, start, end, line = best
     return [
         Finding(
@@ -120,7 +118,7 @@ def detect_short_loop(text: str, profile: KindProfile) -> list[Finding]:
 
 
 def detect_word_loop(text: str, profile: KindProfile) -> list[Finding]:
-    """A group of one to four words said two and a half times in a row with only blanks between
+    """A group of two to four words said two and a half times in a row with only spaces between
     ("Seine River Seine River Seine", "of the of the of"), or one item written twice in a row inside
     a comma-separated enumeration of four or more items ("alpha, beta, gamma, gamma, delta")."""
     if profile.name in ("code", "table", "json", "art", "math"):
@@ -148,8 +146,9 @@ def _tandem_words(text: str) -> Finding | None:
             if len(set(group)) < size or all(word in _CHANTED for word in group):
                 continue
             span = words[i : i + 2 * size + 1]
-            if not all(text[a.end : b.start].isspace() for a, b in itertools.pairwise(span)):
-                continue
+            gaps = [text[a.end : b.start] for a, b in itertools.pairwise(span)]
+            if not all(gap.isspace() and "\n" not in gap for gap in gaps):
+                continue  # (across lines it is a line loop's or a list's business)
             start, end = span[0].start, span[-1].end
             return Finding(
                 "word_loop",
