@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "smoke"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from lab_server import lab_server  # noqa: E402
 
@@ -67,7 +67,8 @@ BROKEN: dict[str, tuple[str, list[str], dict[str, str]]] = {
 
 def one_run(profile: str, patched: bool, overrides: list[str], env: dict[str, str]) -> dict[str, Any]:
     suite = load_suite("lab")
-    with lab_server(profile, patched=patched, env=env, overrides=overrides) as server:
+    # (a shared machine may take minutes to load the server: the launcher's default wait is 120 s)
+    with lab_server(profile, patched=patched, env=env, overrides=overrides, ready_timeout=600) as server:
         report = run_smoke(SmokeTarget(server.url), suite, options=SmokeOptions(concurrency=2))
     probes = report.probes
     assert probes is not None and probes.supported, "the lab server serves token ids"

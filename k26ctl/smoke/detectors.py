@@ -20,8 +20,16 @@ import regex
 
 from k26ctl.smoke import lexicon
 from k26ctl.smoke.finding import Finding
+from k26ctl.smoke.jsonkeys import detect_repeated_key
 from k26ctl.smoke.kinds import KindProfile, profile_for
 from k26ctl.smoke.restarts import enumeration_restart, final_restatement, paragraph_restart
+from k26ctl.smoke.shortloops import detect_line_loop, detect_short_loop, detect_word_loop
+from k26ctl.smoke.templatemarks import (
+    detect_end_markers,
+    detect_invented_turn,
+    detect_partial_tokens,
+    detect_role_opening,
+)
 from k26ctl.smoke.textstats import (
     ASCII_ALNUM,
     INVISIBLE,
@@ -38,6 +46,7 @@ from k26ctl.smoke.textstats import (
     visible,
     weighted_len,
 )
+from k26ctl.smoke.tokensoup import detect_glued_tokens, detect_short_gibberish, detect_stray_cjk
 from k26ctl.smoke.wordsignals import (
     blank_markup,
     detect_non_words,
@@ -758,7 +767,22 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
         return []
     answer = _normalise(text)
     question = _normalise(prompt)
-    if len(question) < 12 or not answer:
+    if not answer:
+        return []
+    # A question said back is no answer, however short; a short statement said back may be one
+    # ("Hello" to "Hello").
+    if answer == question and question.endswith("?") and " " in question:
+        return [
+            Finding(
+                "prompt_echo",
+                1.0,
+                1.0,
+                (0, len(text)),
+                _excerpt(text, 0, len(text)),
+                "the output is the prompt's question, said back",
+            )
+        ]
+    if len(question) < 12:
         return []
     if answer == question or (
         answer.startswith(question) and len(answer) - len(question) < 0.2 * len(question)
@@ -892,6 +916,12 @@ def score_text(
         shown += detect_low_content(view, profile)
         shown += detect_empty_slots(view, profile)
         shown += detect_broken_json(view, profile, finish_reason)
+        shown += detect_line_loop(view, profile)
+        shown += detect_short_loop(view, profile)
+        shown += detect_word_loop(view, profile)
+        shown += detect_glued_tokens(view, profile)
+        shown += detect_short_gibberish(view, profile)
+        shown += detect_repeated_key(view)
         if offset:
             shown = [dataclasses.replace(f, span=(f.span[0] + offset, f.span[1] + offset)) for f in shown]
             shown.append(
@@ -911,5 +941,10 @@ def score_text(
     findings += detect_replacement_char(text)
     findings += detect_special_tokens(text, prompt)
     findings += detect_tokenizer_leak(text)
+    findings += detect_partial_tokens(text, prompt)
+    findings += detect_stray_cjk(view)
+    findings += detect_role_opening(text, prompt)
+    findings += detect_end_markers(text)
+    findings += detect_invented_turn(text, prompt)
     degenerate = any(f.severity == "fail" for f in findings)
     return TextVerdict(degenerate=degenerate, findings=findings, kind=profile.name)

@@ -1,0 +1,190 @@
+"""Words that no writer produces, judged one word at a time (so short texts count too):
+
+- glued_tokens: a word of a Latin-script text that joins vocabulary pieces by case ("DungeonCanadaci",
+  "CHAPTERSimulationunnel") where a piece is no word, or joins Latin letters and CJK characters
+  inside one word of an otherwise Latin text ("Sol风湿", "isser峙");
+- short_gibberish: a short answer whose every lower-case word is in no word list.
+
+The word lists are wordfreq's (see lexicon.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from k26ctl.smoke import lexicon
+from k26ctl.smoke.finding import Finding
+from k26ctl.smoke.kinds import KindProfile
+from k26ctl.smoke.wordsignals import blank_markup
+from k26ctl.smoke.wordstats import Word, words_of
+
+
+def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
+    piece = text[start:end]
+    return piece if len(piece) <= limit else piece[: limit - 3] + "..."
+
+
+# A case join inside a word: "nC" (lower then upper) or "SSi" (an upper run ending where a capitalised
+# piece starts).
+_CASE_JOIN = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CASE_JOIN_HINT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
+_PIECE_MIN = 4  # letters: shorter pieces ("Mc", "Py", "iOS") are not judged
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_CJK_SCRIPTS = ("Han", "Hiragana", "Katakana", "Hangul")
+GLUED_TOKENS = 1  # glued words that fail a text with no other writing system in it
+
+
+def detect_glued_tokens(text: str, profile: KindProfile) -> list[Finding]:
+    """Vocabulary pieces glued into one word: a case join whose piece is in no word list, or CJK
+    characters glued to Latin letters inside a word while the rest of the text is Latin."""
+    if not profile.check_gibberish:
+        return []
+    cjk = not text.isascii() and _CJK.search(text) is not None
+    if not cjk and not _CASE_JOIN_HINT.search(text):
+        return []  # neither a case join nor a CJK character: nothing can be glued
+    words = words_of(blank_markup(text))
+    if not words:
+        return []
+    glued: list[tuple[Word, str]] = []
+    # Chinese and Japanese glue Latin terms to their words; in a text that is nearly all Latin, a CJK
+    # run glued to lower-case Latin letters is a stray token.
+    if cjk:
+        latin = sum(len(w.text) for w in words if w.script == "Latin" and not w.mixed)
+        if sum(len(m.group()) for m in _CJK.finditer(text)) * 10 < latin:
+            glued += [(w, "Latin+CJK") for w in words if _latin_and_cjk(w)]
+    glued += [(w, piece) for w in words if w.script == "Latin" and (piece := _odd_piece(w.text))]
+    # A glued form the text uses again is a name it means (an identifier, a brand: "GdkPixbuf");
+    # vocabulary soup does not come back to the same invention.
+    uses = Counter(w.text for w in words)
+    glued = sorted((g for g in glued if uses[g[0].text] == 1), key=lambda g: g[0].start)
+    if len(glued) < GLUED_TOKENS:
+        return []
+    # One glued word with a name in it may be a brand ("PostgreSQL"); a text of sentences needs two.
+    sentences = len(words) >= 12 and sum(1 for w, _ in glued if not _latin_and_cjk(w)) == len(glued)
+    if sentences and len(glued) < 2:
+        return []
+    start, end = glued[0][0].start, glued[-1][0].end
+    shown = ", ".join(repr(w.text[:24]) for w, _ in glued[:3])
+    return [
+        Finding(
+            "glued_tokens",
+            float(len(glued)),
+            float(GLUED_TOKENS if not sentences else 2),
+            (start, end),
+            _excerpt(text, start, end),
+            f"{len(glued)} word(s) glued from vocabulary pieces ({shown})",
+        )
+    ]
+
+
+def _latin_and_cjk(word: Word) -> bool:
+    if "Latin" not in word.scripts or not any(s in _CJK_SCRIPTS for s in word.scripts):
+        return False
+    latin = "".join(ch for ch in word.text if ch.isascii())
+    return not latin.isupper()  # "XXXXコンニチハ" is a width demonstration, not a token
+
+
+def _odd_piece(word: str) -> str:
+    """The first piece of a case-joined word that is in no word list ('' when every piece is a word
+    or the word has no case join)."""
+    if word.isupper() or word.islower() or not _CASE_JOIN.search(word):
+        return ""
+    pieces = _CASE_JOIN.split(word)
+    if len(pieces) < 2:
+        return ""
+    for piece in pieces:
+        low = piece.lower()
+        if len(low) < _PIECE_MIN or piece.isupper():
+            continue
+        if not lexicon.is_word(low, "en") and not lexicon.in_any_common_list(low, "Latin"):
+            return piece
+    return ""
+
+
+SHORT_MAX_WORDS = 6  # words of three letters or more
+_SHORT_MAX_CHARS = 160
+_GIBBERISH_MIN_LETTERS = 4
+
+
+def detect_short_gibberish(text: str, profile: KindProfile) -> list[Finding]:
+    """A short answer (six words of three letters or more at most) none of whose words of three
+    letters or more is in a word list of its script's languages, one of them a lower-case word of
+    four letters ("ersetvod", "ervi acesaces acesaces"). Shorter pieces ("D", "PP") are not judged."""
+    if not profile.check_gibberish or len(text) > _SHORT_MAX_CHARS:
+        return []
+    words = [w for w in words_of(blank_markup(text)) if len(w.text) >= 3]
+    if not words or len(words) > SHORT_MAX_WORDS:
+        return []
+    script = Counter(w.script for w in words).most_common(1)[0][0]
+    if script not in lexicon.CANDIDATES or script in _CJK_SCRIPTS:
+        return []
+    lang = lexicon.guess_language([w.text.lower() for w in words], script)[0] or "en"
+    judged = [w for w in words if w.text.islower() and len(w.text) >= _GIBBERISH_MIN_LETTERS]
+    if not judged:
+        return []
+    for w in words:
+        low = w.text.lower()
+        if lexicon.is_word(low, lang) or lexicon.in_any_common_list(low, script):
+            return []
+    start, end = words[0].start, words[-1].end
+    shown = ", ".join(dict.fromkeys(repr(w.text[:20]) for w in judged[:3]))
+    return [
+        Finding(
+            "short_gibberish",
+            float(len(judged)),
+            1.0,
+            (start, end),
+            _excerpt(text, start, end),
+            f"a short answer of no known words ({shown})",
+        )
+    ]
+
+
+_CJK_GLUED = re.compile(
+    r"(?<=[A-Za-z0-9_=+\-*/%(.,;:])[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{1,4}"
+    r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{1,4}(?=[A-Za-z0-9_=+\-*/%)])"
+)
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+STRAY_MIN_LATIN = 40  # ASCII letters the text must hold for one CJK run to stand out
+
+
+def detect_stray_cjk(text: str) -> list[Finding]:
+    """One short run of CJK characters inside an English or code text that has no other CJK in it
+    ("return x +的 y", "and its food 很 and culture"): a single token sampled from the wrong part of
+    the vocabulary. Text that writes CJK on purpose writes more of it, sets it apart with quotes or
+    brackets, or talks about the language."""
+    if text.isascii():
+        return []
+    runs = list(_CJK.finditer(text))
+    if len(runs) != 1 or len(runs[0].group()) > 4 or len(_ASCII_LETTER.findall(text)) < STRAY_MIN_LATIN:
+        return []
+    start, end = runs[0].span()
+    before, after = text[max(0, start - 1) : start], text[end : end + 2]
+    if before.isupper():
+        return []  # "XXXXコンニチハ": a display-width sample, not a token
+    glued = _CJK_GLUED.search(text) is not None
+    set_apart = before in _OPENERS or after[:1] in _CLOSERS or after.strip()[:1] in "(:[\"'"
+    if not glued and (set_apart or _ABOUT_LANGUAGE.search(text)):
+        return []
+    # Glued to letters, digits or operators it is a token; between spaces it may be a word quoted
+    # without quotes ("the sign said 出口"), so it is reported without failing the text.
+    return [
+        Finding(
+            "stray_token",
+            1.0,
+            1.0,
+            (start, end),
+            _excerpt(text, max(0, start - 20), end + 20),
+            f"a lone CJK token {runs[0].group()!r} inside text otherwise written in Latin letters",
+            severity="fail" if glued else "warn",
+        )
+    ]
+
+
+_OPENERS = frozenset("\"'`(\u201c\u2018\u300c[")
+_CLOSERS = frozenset("\"'`)\u201d\u2019\u300d]")
+_ABOUT_LANGUAGE = re.compile(
+    r"(?i)chinese|japanese|korean|mandarin|cantonese|kanji|hanzi|hangul|kana|character|word|means"
+    r"|written|pronounc|translat|symbol|unicode|emoji"
+)
