@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -23,3 +23,19 @@ def in_thread(fn: Callable[..., T], *args: Any, name: str) -> Future[T]:
 
     threading.Thread(target=run, name=name, daemon=True).start()
     return future
+
+
+# How long the main thread waits at a time for a worker's result: the bound on how late it sees Ctrl-C.
+SIGNAL_SLICE = 0.2
+
+
+def result_interruptibly(future: Future[T]) -> T:
+    """`future.result()` in the main thread, with Ctrl-C raised within SIGNAL_SLICE seconds.
+
+    A signal whose C handler runs just before the main thread blocks on the Future's lock (or that
+    the kernel hands to another thread) does not wake that wait: CPython would raise the
+    KeyboardInterrupt only once the call had ended. Waiting in slices lets the interpreter run the
+    pending handler at the end of each slice."""
+    while not future.done():
+        wait([future], timeout=SIGNAL_SLICE)
+    return future.result()

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from k26ctl.lab.host import LabHostState
+from tests.support import tiers
 from tests.support.hosts import lab_host_name
 
 
@@ -20,6 +21,21 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks the fast tier (`-m fast`) before `-m` selects: tests/support/tiers.py."""
+    tiers.classify(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    tiers.entering(item)
+    try:
+        yield
+    finally:
+        tiers.entering(None)
+
+
 @pytest.fixture(scope="session")
 def lab_host() -> Iterator[LabHostState]:
     """A lab host brought up once per session (name from K26CTL_TEST_LAB) and torn down at the end."""
@@ -28,6 +44,7 @@ def lab_host() -> Iterator[LabHostState]:
     reason = prerequisite_problem()
     if reason:
         pytest.skip(f"lab host unavailable: {reason}")
+    tiers.require_slow("a lab host")
     name = lab_host_name()
     state = lab_up(name)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -134,9 +135,10 @@ def run_load(
     model: str | None = None,
     timeout: float = 120.0,
     stop: threading.Event | None = None,
+    on_sample: Callable[[Sample], None] | None = None,
 ) -> LoadReport:
     """Send up to `requests` chat requests within `duration` seconds (whichever ends first), with
-    `concurrency` in flight; stops early when `stop` is set."""
+    `concurrency` in flight; stops early when `stop` is set. `on_sample` sees each answer as it ends."""
     from k26ctl.smoke.detectors import score_text
 
     base = check_lab_url(url)
@@ -170,6 +172,8 @@ def run_load(
                 sample = _send(client, body, prompt, kind, sent, t0, score_text)
                 with lock:
                     samples.append(sample)
+                if on_sample is not None:
+                    on_sample(sample)
 
     threads = [threading.Thread(target=worker, name=f"load-{i}", daemon=True) for i in range(concurrency)]
     for thread in threads:

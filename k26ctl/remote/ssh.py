@@ -30,7 +30,7 @@ import paramiko  # noqa: E402
 
 from k26ctl.errors import HostKeyError, RemoteCommandError, UnreachableError  # noqa: E402
 from k26ctl.remote.shell import Process, ShellHost  # noqa: E402
-from k26ctl.threads import in_thread  # noqa: E402
+from k26ctl.threads import in_thread, result_interruptibly  # noqa: E402
 
 # paramiko logs expected failures (a refused forward, a failed auth) as warnings; without a handler
 # Python would print them to stderr next to k26ctl's own one-line error
@@ -58,7 +58,7 @@ def _shielded(fn: Callable[..., T], *args: Any) -> T:
     """
     if threading.current_thread() is not threading.main_thread():
         return fn(*args)
-    return in_thread(fn, *args, name="k26ctl-ssh-call").result()
+    return result_interruptibly(in_thread(fn, *args, name="k26ctl-ssh-call"))
 
 
 @dataclass

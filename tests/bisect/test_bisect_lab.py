@@ -113,10 +113,14 @@ def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(lab_
     assert unit_sha_on_host(lab_host) == before
 
 
-def _watch(stream, lines: list[str]) -> threading.Thread:
+def _watch(stream, lines: list[str], arrived: threading.Condition) -> threading.Thread:
     def read() -> None:
         for line in stream:
-            lines.append(line)
+            with arrived:
+                lines.append(line)
+                arrived.notify_all()
+        with arrived:
+            arrived.notify_all()
 
     thread = threading.Thread(target=read, daemon=True)
     thread.start()
@@ -127,13 +131,19 @@ def _run_until_step(args: list[str], env: dict[str, str], step: int, sig: signal
     """Start the search, let it get into `step`'s deploy, send `sig`; returns the exit status."""
     process = spawn_k26ctl(*args, env=env)
     err: list[str] = []
-    reader = _watch(process.stderr, err)
-    deadline = time.monotonic() + 240
-    while not any(line.startswith(f"bisect: step {step} (") for line in err):
-        assert process.poll() is None, "".join(err)[-3000:]
-        assert time.monotonic() < deadline, "".join(err)[-3000:]
-        time.sleep(0.1)
-    time.sleep(1.5)  # inside the step's deploy (restart and reload take several seconds)
+    arrived = threading.Condition()
+    reader = _watch(process.stderr, err, arrived)
+
+    def inside_the_steps_deploy() -> bool:
+        # the step's header, then the first thing its deploy changed on the host (the unit): from there
+        # the restart and the reload take seconds, and the step is unfinished until they end
+        lines = list(err)
+        starts = [i for i, line in enumerate(lines) if line.startswith(f"bisect: step {step} (")]
+        return bool(starts) and any(line.startswith("  deploy ") for line in lines[starts[0] + 1 :])
+
+    with arrived:
+        there = arrived.wait_for(lambda: inside_the_steps_deploy() or not reader.is_alive(), timeout=240)
+    assert there and inside_the_steps_deploy(), "".join(err)[-3000:]
     process.send_signal(sig)
     process.wait(timeout=120)
     reader.join(timeout=10)

@@ -41,8 +41,10 @@ _CACHE: dict[str, Sources] = {}
 
 def release_sources(version: str, base: Path) -> Sources:
     from k26ctl.patches.release import fetch_wheel
+    from tests.support.tiers import require_slow
 
     if version not in _CACHE:
+        require_slow(f"a download of sglang=={version}")
         try:
             wheel = fetch_wheel(version)
         except UnreachableError as exc:

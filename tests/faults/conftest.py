@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.hosts import lab_host_name
+
 from .helpers import have_lab_prerequisites
 from .hostctl import HostCtl
 from .scenario import Scenario
@@ -21,8 +23,11 @@ def fault_lab() -> Iterator[Any]:
     if reason is not None:
         pytest.skip(f"no lab host here: {reason}")
     from k26ctl.lab.host import temporary_lab_host
+    from tests.support.tiers import require_slow
 
-    with temporary_lab_host(os.environ.get("K26CTL_FAULTS_LAB", "t-faults")) as lab:
+    require_slow("a lab host")
+
+    with temporary_lab_host(os.environ.get("K26CTL_FAULTS_LAB") or lab_host_name("faults")) as lab:
         yield lab
 
 

@@ -127,10 +127,18 @@ def test_host_key_changed(scenario: Scenario) -> None:
     scenario.assert_recovers(new)
 
 
+def _wait_until_the_upload_lands(sc: Scenario) -> None:
+    """Until the unit's temp file is on the host: the upload is under way (about 8 s more to go)."""
+    deadline = time.monotonic() + 60  # generous: the deploy and the host share a busy machine
+    while not sc.host.leftovers_in(sc.host.unit_dir):
+        assert time.monotonic() < deadline, "the upload never reached the host"
+        time.sleep(0.1)
+
+
 @pytest.mark.parametrize("cut", ["kill-sessions", "link-down"])
 def test_connection_cut_during_upload(scenario: Scenario, cut: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A unit padded to 48 KiB over a link shaped to 50 kbit/s takes about 8 s to upload, so the
-    cut a second after it starts falls inside the upload even on a loaded machine; the
+    cut once its temp file is on the host falls inside the upload even on a loaded machine; the
     connection is cut in the middle of it (sshd's session killed: a reset; or the link taken down: a
     silent stall that only a timeout ends)."""
     monkeypatch.setenv("K26CTL_LOCK_LEASE", "3")  # a dead client's host lock frees itself within 3 s
@@ -138,7 +146,7 @@ def test_connection_cut_during_upload(scenario: Scenario, cut: str, monkeypatch:
     with scenario.host.slow_link("50kbit"):
         running = scenario.start(new, "--no-smoke")
         assert running.wait_for(PHASES["unit-upload"], timeout=60) is not None, "\n".join(running.lines[-15:])
-        time.sleep(1.0)
+        _wait_until_the_upload_lands(scenario)
         if cut == "kill-sessions":
             assert scenario.host.kill_ssh_sessions() > 0
             run = running.finish(timeout=60)
@@ -170,7 +178,6 @@ def test_connection_cut_during_readiness_wait(scenario: Scenario, cut: str) -> N
     new = scenario.sets(f"cut-ready-{cut}", FAULT_LOAD_SECONDS="4")
     running = scenario.start(new, "--no-smoke")
     assert running.wait_for(PHASES["readiness"], timeout=60) is not None, running.lines[-15:]
-    time.sleep(0.5)
     if cut == "kill-sessions":
         assert scenario.host.kill_ssh_sessions() > 0
     else:

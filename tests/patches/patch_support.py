@@ -52,8 +52,10 @@ class ReleaseSources:
 
     def copy(self, version: str, dest: Path) -> Path:
         from k26ctl.patches.release import extract_targets, fetch_wheel
+        from tests.support.tiers import require_slow
 
         if version not in self.pristine:
+            require_slow(f"a download of sglang=={version}")
             try:
                 wheel = fetch_wheel(version)
             except UnreachableError as exc:

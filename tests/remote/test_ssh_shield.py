@@ -13,18 +13,29 @@ import pytest
 from k26ctl.remote.ssh import _shielded
 
 
-def _hold_lock_unprotected(lock: threading.Lock, seconds: float) -> str:
+def _hold_lock_unprotected(
+    lock: threading.Lock, seconds: float, holding: threading.Event | None = None
+) -> str:
     # paramiko's shape: acquire, work, release, with a window where an exception would leak the lock
     lock.acquire()
+    if holding is not None:
+        holding.set()
     time.sleep(seconds)
     lock.release()
     return threading.current_thread().name
 
 
-def _interrupt_in(seconds: float) -> threading.Timer:
-    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    return timer
+def _interrupt_when(holding: threading.Event) -> threading.Thread:
+    """Ctrl-C (SIGINT to this process) once the call holds its lock: never before the call is under
+    way, however late a busy machine runs it."""
+
+    def interrupt() -> None:
+        if holding.wait(60):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt, daemon=True)
+    thread.start()
+    return thread
 
 
 def test_the_call_runs_off_the_main_thread() -> None:
@@ -33,22 +44,22 @@ def test_the_call_runs_off_the_main_thread() -> None:
 
 
 def test_an_interrupt_returns_at_once_and_leaves_the_lock_released() -> None:
-    lock = threading.Lock()
-    _interrupt_in(0.1)
-    started = time.monotonic()
+    lock, holding = threading.Lock(), threading.Event()
+    _interrupt_when(holding)
     with pytest.raises(KeyboardInterrupt):
-        _shielded(_hold_lock_unprotected, lock, 0.6)
-    assert time.monotonic() - started < 0.5, "the interrupt waited for the call"
-    assert lock.acquire(timeout=5), "the call's lock was left held"
+        _shielded(_hold_lock_unprotected, lock, 3.0, holding)
+    # back while the call still holds its lock (it sleeps 3 s): the interrupt did not wait for it
+    assert lock.locked(), "the interrupt waited for the call"
+    assert lock.acquire(timeout=60), "the call's lock was left held"
 
 
 def test_without_the_shield_the_same_interrupt_leaks_the_lock() -> None:
     """The failure the shield exists for, shown on the same code path (so the test above can fail)."""
-    lock = threading.Lock()
-    _interrupt_in(0.1)
+    lock, holding = threading.Lock(), threading.Event()
+    _interrupt_when(holding)
     with pytest.raises(KeyboardInterrupt):
-        _hold_lock_unprotected(lock, 0.6)
-    assert not lock.acquire(timeout=0.2)
+        _hold_lock_unprotected(lock, 60, holding)
+    assert lock.locked()
 
 
 def test_errors_and_results_cross_back_to_the_caller() -> None:

@@ -226,9 +226,9 @@ def test_follow_streams_new_entries(prepared: SSHHost, lab_host: LabHostState) -
     # nothing new for this unit: a follow with a timeout ends by itself
     start = time.monotonic()
     assert list(sd.follow(sd.cursor_now(), timeout=1.0)) == []
-    assert time.monotonic() - start < 6
+    assert time.monotonic() - start < 60  # ended by its 1 s timeout (generous for a busy machine)
     # closing the stream stopped the remote journalctl
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while host.run(["pgrep", "-f", "journalctl.*k26t-follow"]).ok and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not host.run(["pgrep", "-f", "journalctl.*k26t-follow"]).ok

@@ -9,10 +9,18 @@ from k26ctl.lab.host import LabHostState
 from k26ctl.profile import Profile
 from k26ctl.remote.ssh import SSHHost, SSHTarget
 
+# without K26CTL_TEST_LAB, a name of this run's own: two runs on one machine (two checkouts, CI beside
+# a developer) must never share, and so tear down, each other's lab hosts
+_RUN_NAME = f"k26test-{os.getpid()}"
 
-def lab_host_name() -> str:
-    """The test session's lab host: K26CTL_TEST_LAB, so that parallel runs each boot their own."""
-    return os.environ.get("K26CTL_TEST_LAB", "k26test")
+
+def lab_host_name(suffix: str = "") -> str:
+    """The test session's lab host (K26CTL_TEST_LAB, or one unique to this run); with `suffix`, the name
+    of another lab host of this run (`NAME-SUFFIX`, kept within the 40 characters a name may have)."""
+    base = os.environ.get("K26CTL_TEST_LAB") or _RUN_NAME
+    if not suffix:
+        return base
+    return f"{base[: 39 - len(suffix)]}-{suffix}"
 
 
 def lab_profile(state: LabHostState, **sections: Any) -> Profile:

@@ -103,6 +103,9 @@ def _launch(
 ) -> LabServer:
     """This interpreter with `argv`; the environment without lab or SGLang settings from outside, then
     `env`, with this checkout on PYTHONPATH after any path `env` puts first (e.g. a patched tree)."""
+    from tests.support.tiers import require_slow
+
+    require_slow("a lab server")
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("K26LAB_", "SGLANG_"))}
     full_env.update(env or {})
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in ((env or {}).get("PYTHONPATH"), str(ROOT)) if p)
