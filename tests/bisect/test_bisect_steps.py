@@ -8,6 +8,9 @@ import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import pytest
+from pydantic import ValidationError
+
 from k26ctl.bisect.plan import Probe
 from k26ctl.bisect.steps import CommandJudge, Deployed, DeployingStepRunner, deployed_from_result
 from k26ctl.bisect.verdict import Verdict
@@ -129,4 +132,9 @@ def test_the_restart_load_time_goes_from_the_deploy_into_the_step_and_its_record
     record = StepRecord(1, {KEY: 9}, Verdict.GOOD, 20.0, True, ["good"], "ok", load_seconds=8.4)
     assert StepRecord.from_json(record.to_json()).load_seconds == 8.4
     assert StepRecord.from_json({**record.to_json(), "load_seconds": None}).load_seconds is None
-    assert StepRecord.from_json({**record.to_json(), "load_seconds": "8"}).load_seconds is None
+    assert (
+        StepRecord.from_json({k: v for k, v in record.to_json().items() if k != "load_seconds"}).load_seconds
+        is None
+    )
+    with pytest.raises(ValidationError, match="load_seconds"):  # a damaged record is named, never misread
+        StepRecord.from_json({**record.to_json(), "load_seconds": "eight"})
