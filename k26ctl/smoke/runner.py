@@ -478,6 +478,7 @@ def run_smoke(
             probes = _run_probes(client, pairs, concurrency, options.probe_positions)
         elif options.probes:
             probes = skipped(probe_note or "not supported", options.probe_positions)
+        health_after = client.health_status()
     strict = _deterministic(info_after or info_before)
     _determinism_findings(pairs, strict, probes)
     keys = [(p.id, t) for p in suite.prompts for t in suite.temperatures_for(p)]
@@ -498,6 +499,7 @@ def run_smoke(
         probes=probes,
         deterministic_server=strict,
         generation_seconds=generation_seconds,
+        health_after=health_after,
     )
     for problem in dict.fromkeys(info_problems):
         report.suite_findings.append(
