@@ -18,6 +18,12 @@ def demo_command(
     fleet: bool = typer.Option(
         False, "--fleet", help="Instead: 3 lab hosts behind sglang-router, a good roll and a halted one."
     ),
+    real: bool = typer.Option(
+        False,
+        "--real",
+        help="Instead: real SGLang 0.5.15 from the registry on the lab host (profiles/lab/sglang.yaml), "
+        "its untrained-weights twin (smoke fails while /health says 200), then the good one again.",
+    ),
 ) -> None:
     """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
     (smoke passes), print what happened. The host stays up. With --fleet: rolls behind the router
@@ -40,8 +46,15 @@ def demo_command(
     steps = list(DEFAULT_STEPS)
     if bisect:
         steps.append(step_bisect)
+    if real:
+        from k26ctl.lab.real.demo import REAL_STEPS, summary_tail
+
+        steps = list(REAL_STEPS)
     outcomes = run_demo(ctx, steps)
-    for line in summary_lines(outcomes, name):
+    lines = summary_lines(outcomes, name)
+    if real:
+        lines[-1] = summary_tail(name)
+    for line in lines:
         print(line)
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
 
