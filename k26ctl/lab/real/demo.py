@@ -16,10 +16,10 @@ from k26ctl.deploy.model import DeployOptions, DeployResult
 from k26ctl.lab.demo import DemoContext, DemoOutcome, DemoStep, lab_profile_path
 from k26ctl.lab.host import lab_up
 from k26ctl.lab.real.host_parts import GARBAGE_MODEL, INNER_ROOT
-from k26ctl.lab.real.releases import RELEASES
 from k26ctl.profile import load_profile
 
 GOOD_PROFILE = "sglang"
+DEMO_RELEASE = "0.5.15"  # the release profiles/lab/sglang.yaml runs; `lab host up --real` adds 0.5.23
 GARBAGE_OVERRIDE = f"sglang.model_path={INNER_ROOT}/models/{GARBAGE_MODEL}"
 
 
@@ -48,10 +48,10 @@ def _health_line(result: DeployResult) -> str:
 def step_real_up(ctx: DemoContext) -> DemoOutcome:
     started = time.monotonic()
     ctx.say(
-        f"== bringing lab host {ctx.lab} up with real SGLang {', '.join(RELEASES)} "
+        f"== bringing lab host {ctx.lab} up with real SGLang {DEMO_RELEASE} "
         "(installed once from the package registry into the machine's cache)"
     )
-    state = lab_up(ctx.lab, real_sglang=RELEASES)
+    state = lab_up(ctx.lab, real_sglang=(DEMO_RELEASE,))
     ctx.host_state = state
     return DemoOutcome("lab host up (real)", "up", f"up at {state.address}", True, time.monotonic() - started)
 
