@@ -23,7 +23,7 @@ def real_host_name() -> str:
 
 @pytest.fixture(scope="session")
 def real_host() -> Iterator[LabHostState]:
-    from k26ctl.lab.host import lab_down, lab_up, prerequisite_problem
+    from k26ctl.lab.host import lab_down, lab_status, lab_up, prerequisite_problem
     from k26ctl.lab.real.releases import RELEASES, installed
 
     reason = prerequisite_problem()
@@ -33,7 +33,9 @@ def real_host() -> Iterator[LabHostState]:
     if RELEASES[0] not in present:  # a test that needs another release skips without it
         pytest.skip(f"real SGLang {RELEASES[0]} not installed: run `bash scripts/bootstrap.sh --real-sglang`")
     name = real_host_name()
-    state = lab_up(name, real_sglang=present)
+    status = lab_status(name)
+    reuse = status.running and status.host is not None and RELEASES[0] in status.host.real_sglang
+    state = status.host if reuse and status.host is not None else lab_up(name, real_sglang=present)
     try:
         yield state
     finally:
