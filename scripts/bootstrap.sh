@@ -5,10 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_test=0
+want_real=0
 for arg in "$@"; do
   case "$arg" in
     --test) want_test=1 ;;
-    *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+    --real-sglang) want_real=1 ;;  # real SGLang releases for `lab host up --real` (about 20 GB, once)
+    *) echo "usage: $0 [--test] [--real-sglang]" >&2; exit 2 ;;
   esac
 done
 
@@ -49,3 +51,5 @@ python3 -m pip install -q --disable-pip-version-check -e ".[$extras]"
 python3 -m compileall -q -j 0 k26ctl >/dev/null
 # under pyenv the new `k26ctl` command is on PATH only after its shims are rebuilt
 if command -v pyenv >/dev/null; then pyenv rehash; fi
+# the real SGLang releases (0.5.15, 0.5.23) into the machine-wide cache, each installed once
+if [ "$want_real" = 1 ]; then python3 -m k26ctl.lab.real.releases; fi

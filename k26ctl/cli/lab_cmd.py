@@ -29,16 +29,27 @@ def host_up(
     install_deps: bool = typer.Option(
         False, "--install-deps", help="apt-get install openssh-server and systemd-container if missing."
     ),
+    real: bool = typer.Option(
+        False,
+        "--real",
+        help="Also serve real SGLang (0.5.15 and 0.5.23 from the registry, installed once into "
+        "/var/cache/k26ctl/sglang) with the tiny lab-corpus model under /opt/sglang.",
+    ),
     json_out: bool = json_option(),
 ) -> None:
     """Boot a lab host: systemd in an nspawn container with its own sshd, in its own network namespace."""
     from k26ctl.lab.host import lab_up
+    from k26ctl.lab.real.releases import RELEASES
 
-    state = lab_up(name, install_deps=install_deps)
+    state = lab_up(name, install_deps=install_deps, real_sglang=RELEASES if real else ())
     if json_out:
         print_json(state.to_json())
         return
     typer.echo(f"lab host {state.name} is up at {state.address} (boot {state.boot_seconds:.2f} s)")
+    if state.real_sglang:
+        typer.echo(
+            f"  real SGLang {', '.join(state.real_sglang)} under /opt/sglang: profiles/lab/sglang*.yaml"
+        )
     typer.echo(f"  {shlex.join(state.openssh_argv())}")
     typer.echo(f"  profiles target it with `host: {{lab: {state.name}}}`")
 

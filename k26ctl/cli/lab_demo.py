@@ -26,6 +26,12 @@ def demo_command(
     html: Path | None = typer.Option(
         None, "--html", metavar="DIR", help="Write each step's HTML report into DIR (extra: report)."
     ),
+    real: bool = typer.Option(
+        False,
+        "--real",
+        help="Instead: real SGLang 0.5.15 from the registry on the lab host (profiles/lab/sglang.yaml), "
+        "its untrained-weights twin (smoke fails while /health says 200), then the good one again.",
+    ),
 ) -> None:
     """Lab host up, deploy unpatched DDTree budget 16 (smoke flags it), deploy the patched one
     (smoke passes), print what happened. The host stays up. With --fleet: rolls behind the router
@@ -50,8 +56,15 @@ def demo_command(
     steps = list(DEFAULT_STEPS)
     if bisect:
         steps.append(step_bisect)
+    if real:
+        from k26ctl.lab.real.demo import REAL_STEPS, summary_tail
+
+        steps = list(REAL_STEPS)
     outcomes = run_demo(ctx, steps)
-    for line in summary_lines(outcomes, name):
+    lines = summary_lines(outcomes, name)
+    if real:
+        lines[-1] = summary_tail(name)
+    for line in lines:
         print(line)
     if html is not None:
         _write_pages(outcomes, html)

@@ -309,6 +309,14 @@ class SGLangClient:
             out.append(answer.output_ids[0])
         return out
 
+    def health_status(self) -> int | None:
+        """The HTTP status /health answers now (SGLang's one-token generation check), None when the
+        server cannot be reached: shown beside a failed suite, where 200 is the point."""
+        try:
+            return self._send("GET", "/health").status_code
+        except (UnreachableError, ResponseError):
+            return None
+
     def flush_cache(self, timeout: float = 0.0) -> tuple[bool, str]:
         """Ask the server to drop its prefix cache. (False, its message) when it refuses (HTTP 400: requests
         are running or waiting)."""

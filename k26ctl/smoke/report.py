@@ -107,6 +107,7 @@ class SmokeReport:
     deterministic_server: bool = False  # the server runs --enable-deterministic-inference
     generation_seconds: float = 0.0  # the suite's own requests, without the probes
     requests_sent: int = 0  # HTTP requests this run made, probes included
+    health_after: int | None = None  # /health's status after the suite (200 beside a failure is the point)
 
     @property
     def measured_accept_length(self) -> float | None:
@@ -159,6 +160,8 @@ class SmokeReport:
         )
         if failing:
             parts.append(f"findings={','.join(failing)}")
+        if self.health_after is not None and not self.passed:
+            parts.append(f"/health={self.health_after}")
         return " ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -187,6 +190,7 @@ class SmokeReport:
             "baseline_recorded": self.baseline_recorded,
             "results": [r.to_json() for r in self.results],
             "probes": self.probes.to_json() if self.probes else None,
+            "health_after": self.health_after,
         }
 
     def to_junit(self) -> str:

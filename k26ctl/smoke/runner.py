@@ -505,6 +505,7 @@ def run_smoke(
             probes = _run_probes(client, pairs, concurrency, options.probe_positions, refusal)
         elif options.probes:
             probes = skipped(probe_note or "not supported", options.probe_positions)
+        health_after = client.health_status()
     strict = _deterministic(info_after or info_before)
     _determinism_findings(pairs, strict, probes)
     keys = [(p.id, t) for p in suite.prompts for t in suite.temperatures_for(p)]
@@ -525,6 +526,7 @@ def run_smoke(
         probes=probes,
         deterministic_server=strict,
         generation_seconds=generation_seconds,
+        health_after=health_after,
     )
     for problem in dict.fromkeys(info_problems):
         report.suite_findings.append(

@@ -76,6 +76,7 @@ class LabHostState:
     pid_start_ticks: int = 0
     started_at: float = 0.0
     boot_seconds: float = 0.0
+    real_sglang: list[str] = field(default_factory=list)  # releases bound under /opt/sglang (lab.real)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -387,7 +388,8 @@ def _provision_opt(opt: Path) -> None:
 
 
 def _prepare_state_dir(sdir: Path, name: str, address: str) -> tuple[Path, Path]:
-    """Everything the container needs on disk; returns (client key, known_hosts)."""
+    """Everything the container needs on disk (the real-SGLang parts aside); returns (client key,
+    known_hosts)."""
     _build_skeleton(sdir / "root")
     ssh = sdir / "sshd"
     ssh.mkdir(parents=True, exist_ok=True)
@@ -425,7 +427,9 @@ def _install_nvidia_smi(usr_upper: Path) -> None:
     _write(usr_upper / "local" / "bin" / "nvidia-smi", _NVIDIA_SMI, 0o755)
 
 
-def _nspawn_argv(sdir: Path, name: str, ns: str) -> list[str]:
+def _nspawn_argv(
+    sdir: Path, name: str, ns: str, read_only: list[tuple[Path, str]] | None = None
+) -> list[str]:
     from k26ctl.resources import project_root
 
     for d in OVERLAID:
@@ -451,6 +455,7 @@ def _nspawn_argv(sdir: Path, name: str, ns: str) -> list[str]:
         f"--bind-ro={sdir / 'sshd'}:{INNER_SSH_DIR}",
         f"--bind={sdir / 'unitdir'}:/etc/systemd/system",
         f"--bind={sdir / 'opt'}:/opt",
+        *[f"--bind-ro={source}:{inside}" for source, inside in read_only or []],
         f"--bind-ro={sdir / 'hostname'}:/etc/hostname",
         f"--bind-ro={sdir / 'bashrc'}:/root/.bashrc",
         f"--bind-ro={sdir / 'bootunits'}:/usr/local/lib/systemd/system",
@@ -490,15 +495,29 @@ def lab_status(name: str = "k26lab", *, probe: bool = True) -> LabStatus:
     return LabStatus(name, "up", f"running as pid {state.pid}", state, True)
 
 
-def lab_up(name: str = "k26lab", install_deps: bool = False) -> LabHostState:
-    """Boot the lab host (or return it when it is already up and answering SSH)."""
+def lab_up(
+    name: str = "k26lab", install_deps: bool = False, real_sglang: tuple[str, ...] = ()
+) -> LabHostState:
+    """Boot the lab host (or return it when it is already up and answering SSH). `real_sglang`: the
+    SGLang releases to serve next to the stand-in (installed into the machine's cache if missing)."""
     check_name(name)
     ensure_prerequisites(install_deps)
     status = lab_status(name)
     if status.running and status.host is not None:
+        missing = sorted(set(real_sglang) - set(status.host.real_sglang))
+        if missing:
+            raise ConfigError(
+                f"lab host {name} is up without real SGLang {', '.join(missing)}",
+                f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real",
+            )
         return status.host
     if status.state == "stale":
         lab_down(name)
+    if real_sglang:  # before anything is made: a first install takes minutes
+        from k26ctl.lab.real.releases import ensure_release
+
+        for version in real_sglang:
+            ensure_release(version, _note)
     sweep_crashed(exclude=name)
     sdir = state_dir(name)
     if sdir.exists():
@@ -508,9 +527,14 @@ def lab_up(name: str = "k26lab", install_deps: bool = False) -> LabHostState:
     plan = netns.create(name)
     try:
         key, known_hosts = _prepare_state_dir(sdir, name, plan.inside_address)
+        read_only: list[tuple[Path, str]] = []
+        if real_sglang:
+            from k26ctl.lab.real.host_parts import provision
+
+            read_only = provision(sdir / "opt", real_sglang, _note)
         with (sdir / "nspawn.log").open("wb") as log:
             proc = subprocess.Popen(
-                _nspawn_argv(sdir, name, plan.netns),
+                _nspawn_argv(sdir, name, plan.netns, read_only),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -529,6 +553,7 @@ def lab_up(name: str = "k26lab", install_deps: bool = False) -> LabHostState:
             netns=plan.netns,
             pid_start_ticks=_start_ticks(proc.pid) or 0,
             started_at=time.time(),
+            real_sglang=list(real_sglang),
         )
         _save_state(state)
         deadline = time.monotonic() + _BOOT_WAIT
@@ -550,6 +575,10 @@ def lab_up(name: str = "k26lab", install_deps: bool = False) -> LabHostState:
     except BaseException:
         lab_down(name)
         raise
+
+
+def _note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def sweep_crashed(exclude: str | None = None) -> list[str]:

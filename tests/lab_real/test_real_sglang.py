@@ -1,0 +1,170 @@
+"""Every SGLang-facing path of k26ctl against the real SGLang releases on a lab host (CPU, tiny model).
+
+One host for the session (conftest.real_host) and one server at a time: each test leaves the trained
+0.5.15 server running for the next where it can, so the session starts as few servers as it needs.
+The tests run in file order; each brings the server to the state it needs first.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from k26ctl.deploy import deploy
+from k26ctl.deploy.model import DeployEvent, DeployOptions
+from k26ctl.profile import load_profile
+from tests.support.cli import run_k26ctl
+
+from .realserver import (
+    GARBAGE,
+    GOOD,
+    NEWER,
+    QUICK,
+    LongRequest,
+    k26_json,
+    running_requests,
+    server_info,
+    sets,
+    url,
+)
+
+pytestmark = [pytest.mark.realsglang, pytest.mark.labhost, pytest.mark.lab, pytest.mark.timeout(1800)]
+
+READY_LINE = "The server is fired up and ready to roll!"
+
+
+def _ensure_good(host: Any) -> None:
+    code, doc = k26_json("deploy", GOOD, *sets(host), "--yes")
+    assert code == 0, doc
+
+
+def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_logs_flush(
+    real_host: Any,
+) -> None:
+    # first deploy, through the API to see the events the CLI presents
+    events: list[DeployEvent] = []
+    loaded = load_profile(GOOD, [f"host.lab={real_host.name}"])
+    result = deploy(loaded, DeployOptions(yes=True, smoke=True, force=True), on_event=events.append)
+    assert result.exit_code == 0, (result.message, result.journal_lines)
+    assert result.restarted  # forced: the host may already run this profile (a reused host)
+    assert result.smoke is not None and result.smoke.passed, result.smoke.summary() if result.smoke else None
+    # readiness read the real journal: SGLang's own load time and its (single-record) tqdm bar
+    assert result.load_seconds is not None and result.load_seconds > 0
+    progress = [e.data for e in events if e.kind == "progress"]
+    assert progress and progress[-1].get("percent") == 100, progress
+    identity = result.smoke.server_identity
+    assert identity["version"] == "0.5.15"
+    probes = result.smoke.probes
+    assert probes is not None and probes.checked > 0 and not probes.mismatches and probes.flushed
+
+    # nothing changed: no restart
+    code, doc = k26_json("deploy", GOOD, *sets(real_host), "--yes")
+    assert code == 0 and doc["changed"] is False and doc["restarted"] is False, doc
+
+    # --check / --diff with a changed flag: exit 3, the flag in the diff, nothing applied
+    proc = run_k26ctl("deploy", GOOD, *sets(real_host, "sglang.max_running_requests=4"), "--check", "--diff")
+    assert proc.returncode == 3, proc.output
+    assert "+    --max-running-requests 4" in proc.output, proc.output
+    assert server_info(real_host)["max_running_requests"] == 8
+
+    # status: running, the unit matches; against a changed profile it does not (drift)
+    code, doc = k26_json("status", GOOD, *sets(real_host))
+    assert code == 0, doc
+    assert doc["unit_matches_profile"] is True and doc["ready"] is True, doc
+    assert doc["service"]["ActiveState"] == "active", doc["service"]
+    code, doc = k26_json("status", GOOD, *sets(real_host, "sglang.max_running_requests=4"))
+    assert doc["unit_matches_profile"] is False, doc
+
+    # logs: the real server's own lines
+    proc = run_k26ctl("logs", GOOD, *sets(real_host), "-n", "400", timeout=120)
+    assert proc.returncode == 0, proc.output
+    assert READY_LINE in proc.stdout and "sglang" in proc.stdout.lower()
+
+    # /flush_cache: 200 idle; 400 while a request runs; smoke during that run reports the refused flush
+    assert httpx.post(url(real_host, "/flush_cache"), timeout=30).status_code == 200
+    with LongRequest(real_host, tokens=1900) as busy:  # within the 2048 context
+        refused = httpx.post(url(real_host, "/flush_cache"), timeout=30)
+        assert refused.status_code == 400 and "Flush cache failed" in refused.text, refused.text
+        code, doc = k26_json("smoke", GOOD, *sets(real_host), "--set", f"smoke.suite={QUICK}")
+        still_busy = busy.running
+    assert busy.status == 200, busy.error  # aborted requests still end in 200 (finish_reason abort)
+    assert still_busy, "the long request ended before the smoke run: the refused flush was not exercised"
+    assert doc["probes"]["flushed"] is False, doc["probes"]
+    assert any(f["detector"] == "probes_unflushed" for f in doc["suite_findings"]), doc["suite_findings"]
+
+    # the Must-show: smoke --json on the idle server
+    code, doc = k26_json("smoke", GOOD, *sets(real_host))
+    assert code == 0, doc["summary"]
+    assert doc["server"]["version"] == "0.5.15"
+    assert doc["probes"]["checked"] > 0 and doc["probes"]["mismatches"] == 0, doc["probes"]
+    assert running_requests(real_host) == 0
+
+
+def test_changed_flag_restarts_and_rollback_restores(real_host: Any) -> None:
+    _ensure_good(real_host)
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.max_running_requests=4"), "--yes")
+    assert code == 0 and doc["changed"] and doc["restarted"], doc
+    assert server_info(real_host)["max_running_requests"] == 4  # the real server took the new flag
+    code, doc = k26_json("rollback", GOOD, *sets(real_host), "--yes")
+    assert code == 0 and doc["restarted"], doc
+    assert server_info(real_host)["max_running_requests"] == 8
+    code, doc = k26_json("status", GOOD, *sets(real_host))
+    assert doc["unit_matches_profile"] is True, doc
+
+
+def test_start_up_failures_are_caught_from_the_real_server(real_host: Any) -> None:
+    # a value the real argument parser refuses: the host's own parser rejects it before anything changes
+    before = server_info(real_host)["max_running_requests"]
+    bad_value = "sglang.extra_args=[--device, cpu, --max-total-tokens, lots]"
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, bad_value), "--yes")
+    assert code != 0, doc
+    text = str(doc)
+    assert "invalid int value: 'lots'" in text, text
+    assert server_info(real_host)["max_running_requests"] == before  # still the same server
+
+    # a value the parser takes but SGLang's start-up checks refuse: the journal's traceback, fast
+    started = time.monotonic()
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.served_model_name=k26:tiny"), "--yes")
+    took = time.monotonic() - started
+    assert code == 1 and doc["failure"] == "readiness", doc
+    journal = "\n".join(doc["journal_lines"])
+    assert "Traceback (most recent call last):" in journal or "AssertionError" in journal, journal
+    assert took < 300, took  # well inside readiness.timeout (400 s): failed on the exit, not the clock
+
+    # a model path that is not a model: the real loader's traceback
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.model_path=/opt/sglang/cpu-ops"), "--yes")
+    assert code == 1 and doc["failure"] == "readiness", doc
+    journal = "\n".join(doc["journal_lines"])
+    assert "Traceback (most recent call last):" in journal, journal
+    assert "/opt/sglang/cpu-ops" in journal, journal
+
+
+def test_untrained_weights_answer_health_200_and_fail_smoke(real_host: Any) -> None:
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, GARBAGE), "--yes", "--smoke")
+    assert code == 1 and doc["failure"] == "smoke", doc
+    assert any(s["name"] == "readiness" and s["status"] == "ok" for s in doc["steps"]), doc["steps"]
+    assert doc["smoke"]["health_after"] == 200
+    assert doc["smoke"]["passed"] is False
+    detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
+    assert detectors, doc["smoke"]["summary"]
+    assert "/health=200" in doc["smoke"]["summary"]
+
+
+def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real_host: Any) -> None:
+    if "0.5.23" not in real_host.real_sglang:
+        pytest.skip("real SGLang 0.5.23 not installed: run `bash scripts/bootstrap.sh --real-sglang`")
+    # 0.5.15 (from the test before or a fresh deploy): /get_load answers, /v1/loads does not
+    _ensure_good(real_host)
+    assert httpx.get(url(real_host, "/get_load"), timeout=30).status_code == 200
+    assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
+    code, doc = k26_json("deploy", NEWER, *sets(real_host), "--yes", "--smoke")
+    assert code == 0, doc.get("message") or doc
+    assert doc["smoke"]["server"]["version"] == "0.5.23"
+    assert doc["smoke"]["probes"]["checked"] > 0 and doc["smoke"]["probes"]["mismatches"] == 0
+    assert httpx.get(url(real_host, "/get_load"), timeout=30).status_code == 404  # removed in 0.5.23
+    assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code == 200
+    metrics = httpx.get(url(real_host, "/metrics"), timeout=30).text
+    assert "sglang:num_running_reqs" in metrics and "sglang:num_queue_reqs" in metrics
