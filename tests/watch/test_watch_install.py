@@ -62,6 +62,19 @@ def test_unit_dir_without_no_start_is_refused_before_anything_is_written(tmp_pat
     assert not (tmp_path / "u").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--url", "http://127.0.0.1:30000", "--on", "host"), "--on host needs a PROFILE"),
+        ((str(PROFILE), "--on", "elsewhere"), "--on 'elsewhere': expected local or host"),
+        ((str(PROFILE), "--on", "host", "--scope", "user"), "--scope applies to --on local only"),
+    ],
+)
+def test_on_host_input_is_checked_before_any_connection(args: tuple[str, ...], message: str) -> None:
+    proc = _k26("watch", "install", *args)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.skipif(systemd_is_init(), reason="this machine runs systemd: the refusal does not apply")
 def test_starting_without_systemd_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
