@@ -1,11 +1,15 @@
 """On a real lab host: `watch install --on host` puts the watcher beside the server it watches (deploy's
 atomic write, daemon-reload, enable, start, over SSH); the service runs the host's k26ctl against the
 loopback URL, writes its state and the change history on the host, `k26ctl status` shows the host's
-verdict, and `watch uninstall --on host` removes it."""
+verdict, and `watch uninstall --on host` removes it. A watcher on this machine appends its changes to the
+same host file over SSH."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
 import time
 from typing import Any
 
@@ -13,6 +17,7 @@ import pytest
 
 from k26ctl.watch.host_history import read_watch_history, watch_history_path
 from k26ctl.watch.host_unit import host_unit_name, host_unit_path, host_watch_dir, read_host_last
+from k26ctl.watch.store import WatchStore, target_key
 from tests.deploy.labdeploy import PATCHED, lab_connection, lab_sets
 from tests.support.cli import run_k26ctl
 
@@ -40,7 +45,9 @@ def test_the_watcher_installed_on_the_host_records_there_and_is_removed(lab_host
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
 
     # an interpreter that cannot import k26ctl there: refused before anything is written
-    refused = run_k26ctl("watch", "install", PATCHED, *sets, "--on", "host", "--host-python", "/usr/bin/false")
+    refused = run_k26ctl(
+        "watch", "install", PATCHED, *sets, "--on", "host", "--host-python", "/usr/bin/false"
+    )
     assert refused.returncode == 78 and "cannot import k26ctl" in refused.stderr, refused.stderr
     with lab_connection(PATCHED, lab_host) as (host, _systemd, profile):
         assert host.read_file(host_unit_path(profile), sudo=True) is None
@@ -89,3 +96,19 @@ def test_the_watcher_installed_on_the_host_records_there_and_is_removed(lab_host
         kept = read_watch_history(host, profile.service.name)
         assert kept[: len(history)] == history
         assert watch_history_path(service) == f"/var/lib/k26ctl/{service}/watch-history.jsonl"
+    assert history[0]["watcher"] != socket.gethostname()  # written by the host's own watcher
+
+    # A watcher on this machine records its changes on the same host file over SSH.
+    name = f"watch-lab-{os.getpid()}"  # a fresh local state: its first verdict is a change
+    local_store = WatchStore.for_target(target_key(name, None), create=False)
+    try:
+        once = run_k26ctl("watch", PATCHED, *sets, "--set", f"name={name}", "--once", "--json", timeout=240)
+        assert once.returncode == 0, once.stdout + once.stderr
+        assert "host_history_error" not in once.stdout, once.stdout
+        with lab_connection(PATCHED, lab_host) as (host, _systemd, profile):
+            mine = [r for r in read_watch_history(host, profile.service.name) if r.get("target") == name]
+        assert len(mine) == 1 and mine[0]["after"] == "healthy", mine
+        assert mine[0]["watcher"] == socket.gethostname()
+        assert local_store.read_history()[-1]["time"] == mine[0]["time"]
+    finally:
+        shutil.rmtree(local_store.root, ignore_errors=True)

@@ -104,3 +104,8 @@ def test_status_reads_the_watchers_last_verdict(tmp_path: Path, monkeypatch: pyt
     )
     proc = _k26("watch", "status", str(PROFILE), "--json", env={"XDG_STATE_HOME": str(tmp_path)})
     assert proc.returncode == 0 and '"state": "failing"' in proc.stdout, proc.stderr
+    from k26ctl.watch.host_unit import watch_verdict
+
+    # the host cannot be reached (a lab host that is not up): `k26ctl status` falls back to this machine's
+    unreachable = load_profile(PROFILE, ["host.lab=k26v-not-up"])
+    assert watch_verdict(unreachable) == (last_verdict(loaded), "local")
