@@ -21,7 +21,7 @@ from k26ctl.errors import ConfigError, UsageError
 from k26ctl.profile import LoadedProfile, Profile
 from k26ctl.remote.base import Host
 from k26ctl.remote.systemd import Systemd
-from k26ctl.unitfile import quote_exec_word
+from k26ctl.unitfile import escape_specifiers, quote_env_assignment, quote_exec_word
 from k26ctl.watch.unit import unit_name
 
 UNIT_DIR = "/etc/systemd/system"
@@ -73,7 +73,7 @@ def render_host_unit(profile: Profile, settings: HostWatchSettings, suite_ref: s
         "\n"
         "[Service]\n"
         "Type=simple\n"
-        "Environment=PYTHONUNBUFFERED=1\n"
+        f"{_environment(profile)}"
         f"ExecStart={exec_start}\n"
         "Restart=on-failure\n"
         "RestartSec=30\n"
@@ -84,6 +84,20 @@ def render_host_unit(profile: Profile, settings: HostWatchSettings, suite_ref: s
         "[Install]\n"
         "WantedBy=multi-user.target\n"
     )
+
+
+def _environment(profile: Profile) -> str:
+    """PYTHONUNBUFFERED, and the API key's variable from where the server's unit takes it."""
+    lines = "Environment=PYTHONUNBUFFERED=1\n"
+    name = profile.sglang.api_key_env
+    if not name:
+        return lines
+    value = profile.service.environment.get(name)
+    if value is not None:
+        lines += f"Environment={quote_env_assignment(name, str(value))}\n"
+    if profile.service.environment_file:
+        lines += f"EnvironmentFile={escape_specifiers(profile.service.environment_file)}\n"
+    return lines
 
 
 def check_python(host: Host, python: str) -> None:

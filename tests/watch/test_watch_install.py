@@ -75,6 +75,30 @@ def test_on_host_input_is_checked_before_any_connection(args: tuple[str, ...], m
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+def test_the_host_unit_gets_the_api_key_where_the_servers_unit_does() -> None:
+    from k26ctl.watch.host_unit import HostWatchSettings, render_host_unit
+
+    sets = ["sglang.api_key_env=K26_KEY", "service.environment_file=/etc/k26/env"]
+    profile = load_profile(PROFILE, sets).profile
+    text = render_host_unit(profile, HostWatchSettings(python="/opt/py/bin/python"), "lab")
+    argv = exec_start_argv(text)
+    assert argv[:7] == [
+        "/opt/py/bin/python",
+        "-m",
+        "k26ctl",
+        "watch",
+        "run",
+        "--url",
+        "http://127.0.0.1:30000",
+    ]
+    assert argv[argv.index("--api-key-env") + 1] == "K26_KEY"
+    assert "EnvironmentFile=/etc/k26/env\n" in text
+    literal = load_profile(PROFILE, [*sets[:1], "service.environment.K26_KEY=s3cret"]).profile
+    assert environment_from_unit(render_host_unit(literal, HostWatchSettings(python="p"), "lab"))[
+        "K26_KEY"
+    ] == ("s3cret")
+
+
 @pytest.mark.skipif(systemd_is_init(), reason="this machine runs systemd: the refusal does not apply")
 def test_starting_without_systemd_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
