@@ -63,6 +63,9 @@ def run_command(
         None, "--api-key-env", metavar="VAR", help="Variable holding the API key."
     ),
     accept_new_host_key: bool = accept_new_host_key_option(),
+    min_accept_length: float | None = typer.Option(
+        None, "--min-accept-length", help="Degraded under this accept length (default: the profile's)."
+    ),
     host_state: str | None = typer.Option(
         None,
         "--host-state",
@@ -118,6 +121,7 @@ def run_command(
             api_key_env=api_key_env,
             accept_new_host_key=accept_new_host_key,
             host_state=host_state,
+            min_accept_length=min_accept_length,
         ),
         _printer(as_json),
     )

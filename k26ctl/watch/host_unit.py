@@ -57,6 +57,8 @@ def render_host_unit(profile: Profile, settings: HostWatchSettings, suite_ref: s
     argv = [settings.python, "-m", "k26ctl", "watch", "run", "--url", loopback_url(profile),
             "--model", profile.served_name, "--suite", suite_ref, "--interval", f"{settings.interval:g}",
             "--host-state", profile.service.name]  # fmt: skip
+    if profile.smoke.min_accept_length is not None:
+        argv += ["--min-accept-length", f"{profile.smoke.min_accept_length:g}"]
     if settings.metrics_port:
         argv += ["--metrics-port", str(settings.metrics_port), "--metrics-address", settings.metrics_address]
     if profile.sglang.api_key_env:

@@ -43,6 +43,7 @@ class RunRequest:
     cycles: int | None = None
     api_key_env: str | None = None
     accept_new_host_key: bool = False
+    min_accept_length: float | None = None  # default: the profile's smoke.min_accept_length
     host_state: str | None = None  # running on the served host: the service whose state dir to use
 
 
@@ -77,8 +78,9 @@ def make_watcher(request: RunRequest, emit: Emit) -> tuple[Watcher, WatchMetrics
         request_timeout=request.request_timeout,
     )
     target = build_target(request, canary)
-    if target.min_accept_length is not None:
-        canary = CanarySettings(**{**canary.__dict__, "min_accept_length": target.min_accept_length})
+    floor = request.min_accept_length if request.min_accept_length is not None else target.min_accept_length
+    if floor is not None:
+        canary = CanarySettings(**{**canary.__dict__, "min_accept_length": floor})
     store = _store(request, target.key)
     if request.rebaseline and store.forget_baseline():
         emit({"message": f"baseline {store.baseline} removed; the next healthy cycle records a new one"})

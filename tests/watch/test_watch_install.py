@@ -78,7 +78,11 @@ def test_on_host_input_is_checked_before_any_connection(args: tuple[str, ...], m
 def test_the_host_unit_gets_the_api_key_where_the_servers_unit_does() -> None:
     from k26ctl.watch.host_unit import HostWatchSettings, render_host_unit
 
-    sets = ["sglang.api_key_env=K26_KEY", "service.environment_file=/etc/k26/env"]
+    sets = [
+        "sglang.api_key_env=K26_KEY",
+        "service.environment_file=/etc/k26/env",
+        "smoke.min_accept_length=2.5",
+    ]
     profile = load_profile(PROFILE, sets).profile
     text = render_host_unit(profile, HostWatchSettings(python="/opt/py/bin/python"), "lab")
     argv = exec_start_argv(text)
@@ -92,6 +96,7 @@ def test_the_host_unit_gets_the_api_key_where_the_servers_unit_does() -> None:
         "http://127.0.0.1:30000",
     ]
     assert argv[argv.index("--api-key-env") + 1] == "K26_KEY"
+    assert argv[argv.index("--min-accept-length") + 1] == f"{profile.smoke.min_accept_length:g}"
     assert "EnvironmentFile=/etc/k26/env\n" in text
     literal = load_profile(PROFILE, [*sets[:1], "service.environment.K26_KEY=s3cret"]).profile
     assert environment_from_unit(render_host_unit(literal, HostWatchSettings(python="p"), "lab"))[
@@ -133,3 +138,16 @@ def test_status_reads_the_watchers_last_verdict(tmp_path: Path, monkeypatch: pyt
     # the host cannot be reached (a lab host that is not up): `k26ctl status` falls back to this machine's
     unreachable = load_profile(PROFILE, ["host.lab=k26v-not-up"])
     assert watch_verdict(unreachable) == (last_verdict(loaded), "local")
+
+
+def test_an_accept_floor_given_to_run_reaches_the_canary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from k26ctl.watch.service import RunRequest, make_watcher
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    request = RunRequest(url="http://127.0.0.1:9", model="m", suite="lab", min_accept_length=2.5)
+    watcher, _ = make_watcher(request, lambda record: None)
+    assert watcher.config.canary.min_accept_length == 2.5
+    without = make_watcher(RunRequest(url="http://127.0.0.1:9", model="m", suite="lab"), lambda r: None)[0]
+    assert without.config.canary.min_accept_length is None
