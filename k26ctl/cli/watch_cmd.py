@@ -182,6 +182,13 @@ def history_command(
     url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
     as_json: bool = json_option("One JSON object per state change (JSON Lines)."),
     lines: int = typer.Option(20, "--lines", "-n", help="How many recent changes."),
+    overrides: list[str] = set_option(),
+    on: str = typer.Option(
+        "local",
+        "--on",
+        help="Whose history: local (this machine's watcher) or host (kept on PROFILE's host).",
+    ),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """The watcher's state changes for PROFILE (or --url), with their evidence."""
     import json
@@ -192,21 +199,32 @@ def history_command(
 
     if (profile is None) == (url is None):
         raise UsageError("give either a PROFILE or --url URL")
-    store = WatchStore.for_target(target_store_key(profile, url), create=False)
-    records = store.read_history()[-lines:] if lines > 0 else []
+    if _runs_on_host(on, profile, url):
+        from k26ctl.watch.host_history import read_watch_history, watch_history_path
+
+        loaded_profile, host = _host_session(profile or "", overrides, accept_new_host_key)
+        with host:
+            records = read_watch_history(host, loaded_profile.service.name)
+        source = f"{watch_history_path(loaded_profile.service.name)} on {host.name}"
+    else:
+        store = WatchStore.for_target(target_store_key(profile, url, overrides), create=False)
+        records, source = store.read_history(), str(store.history)
+    records = records[-lines:] if lines > 0 else []
     for record in records:
         if as_json:
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
             sys.stdout.write(_change_line(record) + "\n")
     if not records and not as_json:
-        print(f"no state changes recorded in {store.history}", file=sys.stderr)
+        print(f"no state changes recorded in {source}", file=sys.stderr)
 
 
 def _change_line(record: dict[str, Any]) -> str:
     from k26ctl.termsafe import clean
 
     line = f"{record.get('time')} {record.get('before')} -> {record.get('after')}"
+    if record.get("watcher"):
+        line += f" [seen by {record['watcher']}]"
     reasons = record.get("reasons") or []
     if reasons:
         line += ": " + "; ".join(str(r) for r in reasons[:2])

@@ -81,6 +81,11 @@ def test_the_watcher_installed_on_the_host_records_there_and_is_removed(lab_host
     text = run_k26ctl("status", PATCHED, *sets, timeout=120)
     assert "watch: healthy" in text.stdout and text.stdout.rstrip().endswith("[host]"), text.stdout
 
+    shown = run_k26ctl("watch", "history", PATCHED, *sets, "--on", "host", "--json")
+    assert [json.loads(line) for line in shown.stdout.splitlines()][: len(history)] == history, shown.stderr
+    shown = run_k26ctl("watch", "history", PATCHED, *sets, "--on", "host")
+    assert "unknown -> healthy [seen by " in shown.stdout.splitlines()[0], shown.stdout + shown.stderr
+
     logs = run_k26ctl("watch", "logs", PATCHED, *sets, "--on", "host", "-n", "20")
     assert '"state": "healthy"' in logs.stdout, logs.stdout + logs.stderr
 
