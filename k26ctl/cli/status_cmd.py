@@ -36,16 +36,16 @@ def status_command(
     loaded = load_profile(profile, overrides)
     report = host_status(loaded, accept_new_host_key=accept_new_host_key, history=history)
     from k26ctl.cli.watch_cmd import last_verdict_line
-    from k26ctl.watch.store import last_verdict
+    from k26ctl.watch.host_unit import watch_verdict
 
-    watch = last_verdict(loaded)
+    watch, source = watch_verdict(loaded, accept_new_host_key)
     if as_json:
-        print_json({**report.to_json(), "watch": watch})
+        print_json({**report.to_json(), "watch": watch, "watch_source": source})
     else:
         from k26ctl.cli.present.status import status_text
 
         print(status_text(report))
-        print(last_verdict_line(watch))
+        print(last_verdict_line(watch) + (f" [{source}]" if source else ""))
 
 
 def logs_command(

@@ -63,6 +63,16 @@ def run_command(
         None, "--api-key-env", metavar="VAR", help="Variable holding the API key."
     ),
     accept_new_host_key: bool = accept_new_host_key_option(),
+    min_accept_length: float | None = typer.Option(
+        None, "--min-accept-length", help="Degraded under this accept length (default: the profile's)."
+    ),
+    host_state: str | None = typer.Option(
+        None,
+        "--host-state",
+        metavar="SERVICE",
+        help="Running on the served host: state in /var/lib/k26ctl/SERVICE/watch, changes in its "
+        "watch-history.jsonl (set by `watch install --on host`).",
+    ),
 ) -> None:
     """Watch PROFILE's server (or --url): a light canary every interval; healthy, degraded, failing or
     unreachable."""
@@ -83,6 +93,8 @@ def run_command(
         raise UsageError(f"--request-timeout {request_timeout:g}: expected seconds in (0, 600]")
     if metrics_port is not None and not 0 < metrics_port < 65536:
         raise UsageError(f"--metrics-port {metrics_port}: not a port number", "e.g. --metrics-port 9469")
+    if host_state is not None and not host_state.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise UsageError(f"--host-state {host_state!r}: expected a service name")
     from k26ctl.watch.service import RunRequest, run_watch
 
     code = run_watch(
@@ -108,6 +120,8 @@ def run_command(
             cycles=cycles,
             api_key_env=api_key_env,
             accept_new_host_key=accept_new_host_key,
+            host_state=host_state,
+            min_accept_length=min_accept_length,
         ),
         _printer(as_json),
     )
@@ -168,6 +182,13 @@ def history_command(
     url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
     as_json: bool = json_option("One JSON object per state change (JSON Lines)."),
     lines: int = typer.Option(20, "--lines", "-n", help="How many recent changes."),
+    overrides: list[str] = set_option(),
+    on: str = typer.Option(
+        "local",
+        "--on",
+        help="Whose history: local (this machine's watcher) or host (kept on PROFILE's host).",
+    ),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """The watcher's state changes for PROFILE (or --url), with their evidence."""
     import json
@@ -178,21 +199,32 @@ def history_command(
 
     if (profile is None) == (url is None):
         raise UsageError("give either a PROFILE or --url URL")
-    store = WatchStore.for_target(target_store_key(profile, url), create=False)
-    records = store.read_history()[-lines:] if lines > 0 else []
+    if _runs_on_host(on, profile, url):
+        from k26ctl.watch.host_history import read_watch_history, watch_history_path
+
+        loaded_profile, host = _host_session(profile or "", overrides, accept_new_host_key)
+        with host:
+            records = read_watch_history(host, loaded_profile.service.name)
+        source = f"{watch_history_path(loaded_profile.service.name)} on {host.name}"
+    else:
+        store = WatchStore.for_target(target_store_key(profile, url, overrides), create=False)
+        records, source = store.read_history(), str(store.history)
+    records = records[-lines:] if lines > 0 else []
     for record in records:
         if as_json:
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
             sys.stdout.write(_change_line(record) + "\n")
     if not records and not as_json:
-        print(f"no state changes recorded in {store.history}", file=sys.stderr)
+        print(f"no state changes recorded in {source}", file=sys.stderr)
 
 
 def _change_line(record: dict[str, Any]) -> str:
     from k26ctl.termsafe import clean
 
     line = f"{record.get('time')} {record.get('before')} -> {record.get('after')}"
+    if record.get("watcher"):
+        line += f" [seen by {record['watcher']}]"
     reasons = record.get("reasons") or []
     if reasons:
         line += ": " + "; ".join(str(r) for r in reasons[:2])
@@ -219,6 +251,39 @@ def _unit_dir_option() -> Any:
     )
 
 
+def _on_option() -> Any:
+    return typer.Option(
+        "local",
+        "--on",
+        help="Where the watcher runs: local (this machine) or host (PROFILE's host, over SSH).",
+    )
+
+
+def _runs_on_host(on: str, profile: str | None, url: str | None, **local_only: Any) -> bool:
+    from k26ctl.errors import UsageError
+
+    if on not in ("local", "host"):
+        raise UsageError(f"--on {on!r}: expected local or host", "e.g. --on host")
+    if on == "local":
+        return False
+    if profile is None or url is not None:
+        raise UsageError(
+            "--on host needs a PROFILE (it names the host)", "e.g. k26ctl watch install ddtree-b7 --on host"
+        )
+    given = [name for name, value in local_only.items() if value]
+    if given:
+        raise UsageError(f"--{given[0].replace('_', '-')} applies to --on local only")
+    return True
+
+
+def _host_session(profile: str, overrides: list[str], accept_new_host_key: bool) -> Any:
+    from k26ctl.profile import load_profile
+    from k26ctl.remote import connect
+
+    loaded = load_profile(profile, overrides)
+    return loaded.profile, connect(loaded.profile, accept_new_host_key=accept_new_host_key)
+
+
 def install_command(
     profile: str | None = profile_argument("Profile naming the server.", required=False),
     overrides: list[str] = set_option(),
@@ -236,8 +301,17 @@ def install_command(
     no_start: bool = typer.Option(
         False, "--no-start", help="Write the unit only; do not enable or start it."
     ),
+    on: str = _on_option(),
+    host_python: str | None = typer.Option(
+        None,
+        "--host-python",
+        metavar="PATH",
+        help="--on host: interpreter that imports k26ctl there (default: the profile's sglang.python).",
+    ),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
-    """Install the watcher as a systemd service on this machine (verified, written atomically, started)."""
+    """Install the watcher as a systemd service on this machine, or with --on host on PROFILE's host
+    (verified, written atomically, enabled and started)."""
     from k26ctl.errors import UsageError
     from k26ctl.watch import unit
 
@@ -247,6 +321,22 @@ def install_command(
         raise UsageError("--unit-dir writes the unit only", "add --no-start")
     if not 0 < interval <= 86400:
         raise UsageError(f"--interval {interval:g}: expected seconds in (0, 86400]")
+    if _runs_on_host(on, profile, url, scope=scope, unit_dir=unit_dir, textfile=textfile):
+        from k26ctl.watch.host_unit import HostWatchSettings, install_on_host
+
+        loaded_profile, host = _host_session(profile or "", overrides, accept_new_host_key)
+        settings = HostWatchSettings(
+            python=host_python or loaded_profile.sglang.python,
+            interval=interval,
+            suite=suite,
+            metrics_port=metrics_port or None,
+            metrics_address=metrics_address,
+            as_json=as_json,
+        )
+        with host:
+            remote_path = install_on_host(host, loaded_profile, settings, start=not no_start)
+        print(f"{'wrote' if no_start else 'installed and started'} {remote_path} on {host.name}")
+        return
     args, label, key = _watch_args(profile, overrides, url)
     if suite:
         args += ["--suite", str(Path(suite).resolve()) if Path(suite).exists() else suite]
@@ -289,13 +379,24 @@ def uninstall_command(
     url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
     scope: str | None = _scope_options(),
     unit_dir: Path | None = _unit_dir_option(),
+    on: str = _on_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
-    """Stop, disable and remove the watcher's systemd service."""
+    """Stop, disable and remove the watcher's systemd service (here, or with --on host on the host)."""
     from k26ctl.errors import UsageError
     from k26ctl.watch import unit
 
     if (profile is None) == (url is None):
         raise UsageError("give either a PROFILE or --url URL")
+    if _runs_on_host(on, profile, url, scope=scope, unit_dir=unit_dir):
+        from k26ctl.watch.host_unit import host_unit_path, uninstall_from_host
+
+        loaded_profile, host = _host_session(profile or "", overrides, accept_new_host_key)
+        with host:
+            removed = uninstall_from_host(host, loaded_profile)
+        at = f"{host_unit_path(loaded_profile)} on {host.name}"
+        print(f"removed {at}" if removed else f"no watch unit at {at}")
+        return
     _, _, key = _watch_args(profile, overrides, url)
     place = unit.default_place(scope, unit_dir)
     name = unit.unit_name(key)
@@ -311,6 +412,8 @@ def service_status_command(
     url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
     scope: str | None = _scope_options(),
     as_json: bool = json_option(),
+    on: str = _on_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """The watcher service's state and its last verdict."""
     import json
@@ -321,6 +424,22 @@ def service_status_command(
 
     if (profile is None) == (url is None):
         raise UsageError("give either a PROFILE or --url URL")
+    if _runs_on_host(on, profile, url, scope=scope):
+        from k26ctl.watch.host_unit import host_service_state, host_unit_name, read_host_last
+
+        loaded_profile, host = _host_session(profile or "", overrides, accept_new_host_key)
+        with host:
+            state = host_service_state(host, loaded_profile)
+            host_last = read_host_last(host, loaded_profile.service.name)
+        if as_json:
+            print(json.dumps({"host": host.name, "unit": host_unit_name(loaded_profile), "service": state,
+                              "last": host_last}, ensure_ascii=False))  # fmt: skip
+            return
+        active = f"{state.get('ActiveState')} ({state.get('SubState')})"
+        print(f"{host_unit_name(loaded_profile)} on {host.name}: {state.get('LoadState')}, {active}, "
+              f"{state.get('UnitFileState') or '-'}")  # fmt: skip
+        print(last_verdict_line(host_last))
+        return
     _, _, key = _watch_args(profile, overrides, url)
     last = WatchStore.for_target(key, create=False).read_last()
     place = unit.default_place(scope, None)
@@ -350,13 +469,23 @@ def logs_command(
     url: str | None = typer.Option(None, "--url", help="Server base URL instead of a profile."),
     scope: str | None = _scope_options(),
     lines: int = typer.Option(50, "--lines", "-n", help="How many recent lines."),
+    on: str = _on_option(),
+    accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
-    """The watcher service's journal."""
+    """The watcher service's journal (here, or with --on host on the host)."""
     from k26ctl.errors import UsageError
     from k26ctl.watch import unit
 
     if (profile is None) == (url is None):
         raise UsageError("give either a PROFILE or --url URL")
+    if _runs_on_host(on, profile, url, scope=scope):
+        from k26ctl.termsafe import clean
+        from k26ctl.watch.host_unit import host_service_logs
+
+        loaded_profile, host = _host_session(profile or "", overrides, accept_new_host_key)
+        with host:
+            print(clean(host_service_logs(host, loaded_profile, lines), keep_newlines=True, limit=200000))
+        return
     _, _, key = _watch_args(profile, overrides, url)
     print(unit.service_logs(unit.default_place(scope, None), unit.unit_name(key), lines))
 

@@ -12,6 +12,7 @@ server that answers nothing in time holds a step for a bounded time, and the cos
 from __future__ import annotations
 
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -144,6 +145,7 @@ class Watcher:
                 "before": transition.before,
                 "after": transition.after,
                 "target": self.label,
+                "watcher": socket.gethostname(),  # the operator's machine or the served host
                 "reasons": shown.reasons,
                 "evidence": shown.evidence,
             }

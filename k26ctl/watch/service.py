@@ -43,6 +43,8 @@ class RunRequest:
     cycles: int | None = None
     api_key_env: str | None = None
     accept_new_host_key: bool = False
+    min_accept_length: float | None = None  # default: the profile's smoke.min_accept_length
+    host_state: str | None = None  # running on the served host: the service whose state dir to use
 
 
 def target_store_key(profile: str | None, url: str | None, overrides: list[str] | None = None) -> str:
@@ -76,9 +78,10 @@ def make_watcher(request: RunRequest, emit: Emit) -> tuple[Watcher, WatchMetrics
         request_timeout=request.request_timeout,
     )
     target = build_target(request, canary)
-    if target.min_accept_length is not None:
-        canary = CanarySettings(**{**canary.__dict__, "min_accept_length": target.min_accept_length})
-    store = WatchStore.for_target(target.key)
+    floor = request.min_accept_length if request.min_accept_length is not None else target.min_accept_length
+    if floor is not None:
+        canary = CanarySettings(**{**canary.__dict__, "min_accept_length": floor})
+    store = _store(request, target.key)
     if request.rebaseline and store.forget_baseline():
         emit({"message": f"baseline {store.baseline} removed; the next healthy cycle records a new one"})
     metrics = None
@@ -107,7 +110,9 @@ def make_watcher(request: RunRequest, emit: Emit) -> tuple[Watcher, WatchMetrics
         rules=JudgeRules(max_latency=request.max_latency),
     )
     on_change = None
-    if target.profile is not None:
+    if request.host_state is not None:
+        on_change = _local_host_history(request.host_state)
+    elif target.profile is not None:
         from k26ctl.watch.host_history import record_on_host
 
         profile, accept = target.profile.profile, target.accept_new_host_key
@@ -124,6 +129,24 @@ def make_watcher(request: RunRequest, emit: Emit) -> tuple[Watcher, WatchMetrics
         on_change=on_change,
     )
     return watcher, metrics
+
+
+def _store(request: RunRequest, key: str) -> WatchStore:
+    if request.host_state is None:
+        return WatchStore.for_target(key)
+    from k26ctl.statedir import ensure_dir
+    from k26ctl.watch.host_unit import host_watch_dir
+
+    return WatchStore(ensure_dir(Path(host_watch_dir(request.host_state))))
+
+
+def _local_host_history(service: str) -> Callable[[dict[str, Any]], None]:
+    """On the served host itself: changes go to its watch-history.jsonl without SSH."""
+    from k26ctl.remote.local import LocalHost
+    from k26ctl.watch.host_history import append_watch_record
+
+    host = LocalHost(name="this host")
+    return lambda change: append_watch_record(host, service, change)
 
 
 def run_watch(request: RunRequest, emit: Emit) -> int:

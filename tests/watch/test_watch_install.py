@@ -62,6 +62,48 @@ def test_unit_dir_without_no_start_is_refused_before_anything_is_written(tmp_pat
     assert not (tmp_path / "u").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--url", "http://127.0.0.1:30000", "--on", "host"), "--on host needs a PROFILE"),
+        ((str(PROFILE), "--on", "elsewhere"), "--on 'elsewhere': expected local or host"),
+        ((str(PROFILE), "--on", "host", "--scope", "user"), "--scope applies to --on local only"),
+    ],
+)
+def test_on_host_input_is_checked_before_any_connection(args: tuple[str, ...], message: str) -> None:
+    proc = _k26("watch", "install", *args)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_the_host_unit_gets_the_api_key_where_the_servers_unit_does() -> None:
+    from k26ctl.watch.host_unit import HostWatchSettings, render_host_unit
+
+    sets = [
+        "sglang.api_key_env=K26_KEY",
+        "service.environment_file=/etc/k26/env",
+        "smoke.min_accept_length=2.5",
+    ]
+    profile = load_profile(PROFILE, sets).profile
+    text = render_host_unit(profile, HostWatchSettings(python="/opt/py/bin/python"), "lab")
+    argv = exec_start_argv(text)
+    assert argv[:7] == [
+        "/opt/py/bin/python",
+        "-m",
+        "k26ctl",
+        "watch",
+        "run",
+        "--url",
+        "http://127.0.0.1:30000",
+    ]
+    assert argv[argv.index("--api-key-env") + 1] == "K26_KEY"
+    assert argv[argv.index("--min-accept-length") + 1] == f"{profile.smoke.min_accept_length:g}"
+    assert "EnvironmentFile=/etc/k26/env\n" in text
+    literal = load_profile(PROFILE, [*sets[:1], "service.environment.K26_KEY=s3cret"]).profile
+    assert environment_from_unit(render_host_unit(literal, HostWatchSettings(python="p"), "lab"))[
+        "K26_KEY"
+    ] == ("s3cret")
+
+
 @pytest.mark.skipif(systemd_is_init(), reason="this machine runs systemd: the refusal does not apply")
 def test_starting_without_systemd_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
@@ -91,3 +133,21 @@ def test_status_reads_the_watchers_last_verdict(tmp_path: Path, monkeypatch: pyt
     )
     proc = _k26("watch", "status", str(PROFILE), "--json", env={"XDG_STATE_HOME": str(tmp_path)})
     assert proc.returncode == 0 and '"state": "failing"' in proc.stdout, proc.stderr
+    from k26ctl.watch.host_unit import watch_verdict
+
+    # the host cannot be reached (a lab host that is not up): `k26ctl status` falls back to this machine's
+    unreachable = load_profile(PROFILE, ["host.lab=k26v-not-up"])
+    assert watch_verdict(unreachable) == (last_verdict(loaded), "local")
+
+
+def test_an_accept_floor_given_to_run_reaches_the_canary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from k26ctl.watch.service import RunRequest, make_watcher
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    request = RunRequest(url="http://127.0.0.1:9", model="m", suite="lab", min_accept_length=2.5)
+    watcher, _ = make_watcher(request, lambda record: None)
+    assert watcher.config.canary.min_accept_length == 2.5
+    without = make_watcher(RunRequest(url="http://127.0.0.1:9", model="m", suite="lab"), lambda r: None)[0]
+    assert without.config.canary.min_accept_length is None
