@@ -2,7 +2,8 @@
 # The project's GPU check, part 2 of 2: on a machine with one NVIDIA GPU and no network, in the root of
 # a checkout that carries build.sh's folders (.gpu, .gpu-proj; .gpu-models after the first run):
 #
-#   bash .gpu-proj/scripts/gpu/run.sh OUTDIR [CONFIG,...]     env: K26_GPU_BUDGET seconds (default 560)
+#   bash .gpu-proj/scripts/gpu/run.sh OUTDIR [CONFIG,...]
+#   env: K26_GPU_BUDGET seconds (default 560), K26_GPU_MIN_LEFT (start no server with less left, 90)
 #
 # Makes the models (or unpacks .gpu-models/models.tgz), then runs run_check.py until the budget is
 # spent. OUTDIR gets real-gpu.json, real-gpu.md, reference.json, smoke-baseline.json, logs.tgz, and
@@ -23,7 +24,7 @@ else
   python3 .gpu-proj/scripts/gpu/make_models.py "$MODELS" || exit 1
   tar czf "$OUT/models.tgz" -C "$MODELS" lab-target lab-draft
 fi
-ARGS=(--models "$MODELS" --out "$OUT" --deadline $((BUDGET - SECONDS)))
+ARGS=(--models "$MODELS" --out "$OUT" --deadline $((BUDGET - SECONDS)) --min-left "${K26_GPU_MIN_LEFT:-90}")
 [ -f .gpu-models/reference.json ] && ARGS+=(--reference .gpu-models)
 [ -f .gpu-models/real-gpu.json ] && ARGS+=(--previous .gpu-models/real-gpu.json)
 [ -n "$CONFIGS" ] && ARGS+=(--configs "$CONFIGS")
