@@ -287,14 +287,17 @@ def smoke(config: Config, run: Run) -> dict[str, Any]:
     out = Path(run.args.out)
     argv = [sys.executable, "-m", "k26ctl", "smoke", "--url", f"http://127.0.0.1:{run.args.port}"]
     argv += ["--suite", "lab", "--json"]
-    reference = Path(run.args.reference) / "smoke-baseline.json"
+    reference = Path(run.args.reference).resolve() / "smoke-baseline.json"
     if config.name == "baseline":
-        argv += ["--record-baseline", str(out / "smoke-baseline.json")]
+        argv += ["--record-baseline", str(out.resolve() / "smoke-baseline.json")]
     elif reference.exists():
         argv += ["--baseline", str(reference)]
     begun = time.monotonic()
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=max(60.0, min(300.0, run.left())))
+        # cwd: `python -m` puts the working directory first on sys.path, before PYTHONPATH's k26ctl
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=max(60.0, min(300.0, run.left())), cwd=LOGS
+        )
     except subprocess.TimeoutExpired:
         return {"exit": None, "error": "k26ctl smoke did not finish in time"}
     (LOGS / f"smoke-{config.name}.json").write_text(done.stdout)
@@ -526,6 +529,8 @@ def render(data: dict[str, Any]) -> str:
             f"| {_fmt(c.get('accept_meta'))} / {_fmt(c.get('accept_server'))} | {_lossless_cell(c)} "
             f"| {_fmt(c.get('drafter_accepts'))} | {_fmt(s.get('exit'))} | {notes.replace('|', '/')} |"
         )
+    if data.get("note"):
+        lines += ["", f"**Note.** {data['note']}"]
     lines += ["", "## The rules, on this run", ""]
     for check in data.get("checks", []):
         mark = {True: "holds", False: "BROKEN", None: "not exercised"}[check["holds"]]
