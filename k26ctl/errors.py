@@ -1,7 +1,7 @@
 """One exception tree for every expected failure.
 
 Each error carries the process exit code and a hint, so the CLI can print one clear line and exit
-without a traceback. Codes follow sysexits where they fit (69 unavailable, 78 config).
+without a traceback. Codes follow sysexits where they fit (69 unavailable, 70 internal error, 78 config).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ class ExitCode:
     USAGE = 2
     CHANGES_PENDING = 3  # deploy --check: something would change
     UNAVAILABLE = 69  # host or server unreachable
+    SOFTWARE = 70  # k26ctl itself crashed (an unexpected exception): never a verdict
     IO_ERROR = 74  # an output (stdout, a report file) could not be written
     NOPERM = 77  # permission denied (sudo needs a password, not root for the lab host)
     CONFIG = 78  # bad profile or config

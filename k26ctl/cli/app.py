@@ -87,6 +87,12 @@ def _main() -> None:
         if exc.code == ExitCode.INTERRUPTED and _raised_by_interrupt(exc):
             print("error: interrupted by Ctrl-C", file=sys.stderr)
         raise
+    except Exception as exc:
+        if isinstance(exc, OSError) and (isinstance(exc, BrokenPipeError) or exc.errno in _OUTPUT_ERRNOS):
+            raise  # standard output failed: main() reports it
+        from k26ctl.cli.crash import report_crash
+
+        sys.exit(report_crash(exc))
 
 
 # Standard output failures: a reader that went away (`| head`) ends the program as SIGPIPE would

@@ -17,6 +17,7 @@ from k26ctl.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from k26ctl.remote.base import Host
     from k26ctl.smoke.report import RequestResult, SmokeReport
 
 
@@ -189,21 +190,32 @@ def _run(
         "on_result": progress,
     }
     if url is not None:
-        options = with_overrides(SmokeOptions(), **settings)
+        from k26ctl.smoke.accept_memory import AcceptMemory
+
+        options = with_overrides(SmokeOptions(accept_memory=AcceptMemory()), **settings)
         suite = load_suite(suite_ref or "default")
         target = SmokeTarget(url, model, api_key_from_env(api_key_env))
         if not quiet:
             console.print(f"smoke: suite {for_rich(suite.name)} against {for_rich(url)}")
         return run_smoke(target, suite, options=options)
 
+    from k26ctl.deploy.history import host_prior_accept
     from k26ctl.profile import load_profile
 
     loaded = load_profile(profile_ref or "", overrides)
     profile = loaded.profile
     options = options_from_profile(profile, **settings)
     suite = load_suite(suite_ref or profile.smoke.suite or "default")
+
+    def read_prior(host: Host) -> None:
+        options.prior_accept = host_prior_accept(host, profile)
+
     with profile_target(
-        profile, model=model, api_key_env=api_key_env, accept_new_host_key=accept_new_host_key
+        profile,
+        model=model,
+        api_key_env=api_key_env,
+        accept_new_host_key=accept_new_host_key,
+        on_host=read_prior,
     ) as target:
         if not quiet:
             console.print(

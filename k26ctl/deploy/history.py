@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from k26ctl.remote.base import Host
 from k26ctl.statefile import Records
+from k26ctl.smoke.acceptance import PriorAccept
+
+if TYPE_CHECKING:
+    from k26ctl.profile import Profile
 
 STATE_ROOT = "/var/lib/k26ctl"
 MAX_RECORDS = 1000
@@ -160,6 +164,31 @@ def last_gpu_memory_mib(records: Sequence[DeployRecord]) -> int | None:
         if record.gpu_memory_mib and record.verdict == "ok":
             return record.gpu_memory_mib
     return None
+
+
+def prior_accept(
+    records: Sequence[DeployRecord], profile: str, speculative: dict[str, Any]
+) -> PriorAccept | None:
+    """The accept length the same configuration (profile name and speculative settings) reached in this
+    host's last passing smoke run that measured one: the reference a collapse is judged against."""
+    for record in reversed(records):
+        if record.profile != profile or record.speculative != speculative or not record.smoke_passed:
+            continue
+        value = (record.smoke or {}).get("accept_length")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return PriorAccept(float(value), record.time, "this host's deploy history")
+    return None
+
+
+def host_prior_accept(host: Host, profile: Profile) -> PriorAccept | None:
+    """`prior_accept` from the host's history; None when it cannot be read (it is only a reference)."""
+    from k26ctl.errors import K26Error
+
+    try:
+        records = read_history(host, profile.service.name)
+    except K26Error:
+        return None
+    return prior_accept(records, profile.name or "", profile.speculative_settings())
 
 
 def ensure_state_dir(host: Host, service: str) -> None:

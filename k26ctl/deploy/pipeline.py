@@ -11,14 +11,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from k26ctl import __version__
 from k26ctl.deploy import apply as ops
 from k26ctl.deploy.confirm import YES_HINT, confirm_change
 from k26ctl.deploy.connection import ConnectionLostError, cause_of, connection_lost
 from k26ctl.deploy.facts import HostFacts, read_unit
-from k26ctl.deploy.history import DeployRecord, keep_current_unit, last_gpu_memory_mib, last_load_seconds
+from k26ctl.deploy.history import (
+    DeployRecord,
+    keep_current_unit,
+    last_gpu_memory_mib,
+    last_load_seconds,
+    prior_accept,
+)
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
@@ -44,6 +50,9 @@ from k26ctl.render import render_unit, unit_name
 from k26ctl.threads import in_thread
 from k26ctl.validate import ValidationReport, ensure_unit_verifies, ensure_valid
 from k26ctl.validate.checks import validate_against_host
+
+if TYPE_CHECKING:
+    from k26ctl.smoke.acceptance import PriorAccept
 
 T = TypeVar("T")
 
@@ -362,7 +371,7 @@ def _smoke(run: DeployRun) -> None:
     result = run.result
     with run.log.step("smoke", "running the smoke suite") as handle:
         try:
-            report = run_smoke_on_host(run.host, run.profile)
+            report = run_smoke_on_host(run.host, run.profile, _prior_accept(run))
         except K26Error as exc:
             handle.failed(exc.one_line())
             result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "smoke"
@@ -381,6 +390,13 @@ def _smoke(run: DeployRun) -> None:
             )
 
 
+def _prior_accept(run: DeployRun) -> PriorAccept | None:
+    if run.facts is None:
+        return None
+    profile = run.profile
+    return prior_accept(run.facts.history, profile.name or "", profile.speculative_settings())
+
+
 def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
     if result.smoke is None:
         return (
@@ -388,7 +404,14 @@ def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
             if result.failure != "smoke"
             else {"ran": True, "passed": False, "summary": result.message}
         )
-    return {"ran": True, "passed": bool(result.smoke.passed), "summary": result.smoke.summary()}
+    measured = result.smoke.measured_accept_length
+    return {
+        "ran": True,
+        "passed": bool(result.smoke.passed),
+        "summary": result.smoke.summary(),
+        # what the next smoke of the same configuration is judged against (deploy/history.py)
+        "accept_length": round(measured, 4) if measured is not None else None,
+    }
 
 
 def _record(run: DeployRun, before: Snapshot, plan: Plan, *, unit_sha_now: str | None = None) -> None:

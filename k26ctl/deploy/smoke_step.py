@@ -7,16 +7,18 @@ from typing import Any
 from k26ctl.deploy.wait import api_key
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
+from k26ctl.smoke.acceptance import PriorAccept
 
 
-def run_smoke_on_host(host: Host, profile: Profile) -> Any:
-    """The SmokeReport of the profile's suite (default suite when none is named)."""
+def run_smoke_on_host(host: Host, profile: Profile, prior: PriorAccept | None = None) -> Any:
+    """The SmokeReport of the profile's suite (default suite when none is named); `prior` is what the
+    same configuration accepted on this host before (its deploy history)."""
     # Loaded here, not at the top: most deploys never smoke, and the runner with its detectors and
     # word list is the largest import a deploy could pay for at start-up.
     from k26ctl.smoke import SmokeTarget, load_suite, run_smoke
     from k26ctl.smoke.target import options_from_profile, server_url
 
     suite = load_suite(profile.smoke.suite) if profile.smoke.suite else None
-    options = options_from_profile(profile)
+    options = options_from_profile(profile, prior_accept=prior)
     with server_url(host, profile) as url:
         return run_smoke(SmokeTarget(url, profile.served_name, api_key(profile)), suite, options=options)

@@ -66,6 +66,8 @@ class TokenCompletion:
     completion: Completion
     prompt_ids: list[int]
     output_ids: list[int]
+    # per output token, top-1 minus top-2 log-probability (when asked for with top_logprobs >= 2)
+    top2_margins: list[float | None] | None = None
 
 
 MAX_BODY = 8 << 20  # a 4096-token answer is well under 100 KB; room for long reasoning and batches
@@ -264,12 +266,17 @@ class SGLangClient:
         text: str | None = None,
         temperature: float,
         max_new_tokens: int,
+        top_logprobs: int = 0,
     ) -> TokenCompletion:
-        """/generate from token ids (or text), asking for the prompt ids back (greedy at temperature 0)."""
+        """/generate from token ids (or text), asking for the prompt ids back (greedy at temperature 0).
+        With `top_logprobs` >= 2 the answer carries the top-2 margin of every output token."""
         body: dict[str, Any] = {
             "sampling_params": {"temperature": temperature, "max_new_tokens": max_new_tokens},
             "return_prompt_token_ids": True,
         }
+        if top_logprobs > 0:
+            body["return_logprob"] = True
+            body["top_logprobs_num"] = top_logprobs
         if input_ids is not None:
             body["input_ids"] = input_ids
         else:
@@ -286,10 +293,12 @@ class SGLangClient:
         prompt_ids = answer.prompt_token_ids if answer.prompt_token_ids is not None else input_ids
         if prompt_ids is None:
             raise ResponseError("unexpected /generate body: no prompt_token_ids")
+        margins = top2_margins(data.get("meta_info")) if top_logprobs >= 2 else None
         return TokenCompletion(
             _completion_from_generate(data, elapsed, decoded.surrogates_replaced),
             list(prompt_ids),
             list(answer.output_ids),
+            margins,
         )
 
     def next_tokens(self, prefixes: list[list[int]]) -> list[int]:
@@ -328,6 +337,26 @@ class SGLangClient:
         if response.status_code == 400:
             return False, message or "HTTP 400"
         raise ResponseError(f"HTTP {response.status_code} from /flush_cache: {message}")
+
+
+def top2_margins(meta_info: Any) -> list[float | None] | None:
+    """Top-1 minus top-2 log-probability of each output token, from SGLang's
+    `meta_info.output_top_logprobs`: one entry per output token, each None or a list of
+    [logprob, token_id, text-or-null] best first. None when the field is absent or malformed."""
+    if not isinstance(meta_info, dict):
+        return None
+    tops = meta_info.get("output_top_logprobs")
+    if not isinstance(tops, list):
+        return None
+    margins: list[float | None] = []
+    for entry in tops:
+        values = [
+            item[0]
+            for item in (entry if isinstance(entry, list) else [])
+            if isinstance(item, (list, tuple)) and item and isinstance(item[0], (int, float))
+        ]
+        margins.append(round(float(values[0]) - float(values[1]), 5) if len(values) >= 2 else None)
+    return margins
 
 
 def _completion_from_generate(data: dict[str, Any], elapsed: float, surrogates: int = 0) -> Completion:

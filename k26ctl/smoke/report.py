@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
+from k26ctl.smoke.acceptance import AcceptRule
 from k26ctl.smoke.baseline import BaselineComparison
 from k26ctl.smoke.detectors import Finding
 from k26ctl.smoke.probes import ProbeReport
@@ -35,6 +36,7 @@ class RequestResult:
     # token ids, when the answer came from /generate with ids (temperature 0 with probes on)
     prompt_ids: list[int] | None = field(default=None, repr=False)
     output_ids: list[int] | None = field(default=None, repr=False)
+    top2_margins: list[float | None] | None = field(default=None, repr=False)  # recording a baseline
 
     @property
     def name(self) -> str:
@@ -108,6 +110,7 @@ class SmokeReport:
     generation_seconds: float = 0.0  # the suite's own requests, without the probes
     requests_sent: int = 0  # HTTP requests this run made, probes included
     health_after: int | None = None  # /health's status after the suite (200 beside a failure is the point)
+    accept_rule: AcceptRule | None = None  # how the accept length was judged (speculative servers)
 
     @property
     def measured_accept_length(self) -> float | None:
@@ -147,6 +150,9 @@ class SmokeReport:
         measured = self.measured_accept_length
         if measured is not None:
             parts.append(f"accept_len={measured:.2f}")
+            low = [f for f in self.suite_findings if f.detector == "measured_accept_low"]
+            if low and self.accept_rule is not None:
+                parts.append(f"(low: {self.accept_rule.expected_range()})")
         if self.probes is not None:
             parts.append(
                 f"probes={self.probes.verdict}"
@@ -162,7 +168,15 @@ class SmokeReport:
             parts.append(f"findings={','.join(failing)}")
         if self.health_after is not None and not self.passed:
             parts.append(f"/health={self.health_after}")
+        warned = sorted({f.detector for f in self.suite_findings if f.severity == "warn"})
+        if warned:
+            parts.append(f"warnings={','.join(warned)}")
         return " ".join(parts)
+
+    @property
+    def warnings(self) -> list[Finding]:
+        """Suite-wide warnings: what is worth knowing but does not fail the run (low acceptance...)."""
+        return [f for f in self.suite_findings if f.severity == "warn"]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -185,6 +199,8 @@ class SmokeReport:
             "deterministic_server": self.deterministic_server,
             "generation_seconds": round(self.generation_seconds, 3),
             "min_accept_length": self.min_accept_length,
+            "accept_rule": self.accept_rule.to_json() if self.accept_rule else None,
+            "warnings": [f.message for f in self.warnings],
             "suite_findings": [f.to_json() for f in self.suite_findings],
             "baseline": self.baseline.to_json() if self.baseline else None,
             "baseline_recorded": self.baseline_recorded,

@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from k26ctl.errors import ConfigError, UnreachableError
+from k26ctl.smoke.accept_memory import AcceptMemory
+from k26ctl.smoke.acceptance import AcceptRule, PriorAccept, request_findings, rule_for, suite_findings
+from k26ctl.smoke.acceptance import server_args as _server_args
 from k26ctl.smoke.baseline import (
+    NEAR_TIE_MARGIN,
     Baseline,
     BaselineComparison,
     BaselineEntry,
@@ -58,12 +62,16 @@ class SmokeOptions:
     min_accept_length: float | None = None
     timeout: float = 120.0
     min_exact_match: float = 1.0
+    # baseline parity: a first differing token whose baseline top-2 margin is within this is a near tie
+    near_tie_margin: float = NEAR_TIE_MARGIN
     record_baseline: str | Path | None = None
     expectations: bool = True
     determinism: bool | None = None  # None: as the suite says
-    # An accept length at or below this is a collapse (drafts are almost all rejected). None: a quarter
-    # of the way from 1.0 to the longest possible accept length the server reports (at least 1.25).
-    accept_collapse: float | None = None
+    # What the same configuration accepted on this server before (deploy: the host's history). A run
+    # that collapsed against it fails; without it a low accept length is only a warning.
+    prior_accept: PriorAccept | None = None
+    # smoke --url: the local record of earlier runs, read for the prior and written after a pass
+    accept_memory: AcceptMemory | None = None
     # greedy self-consistency probes after the suite (when the server supports them)
     probes: bool = True
     probe_positions: int = DEFAULT_POSITIONS
@@ -95,7 +103,7 @@ def _prefixed(findings: list[Finding], prefix: str) -> list[Finding]:
     return [dataclasses.replace(f, detector=f"{prefix}{f.detector}") for f in findings]
 
 
-def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions, collapse: float) -> None:
+def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions, rule: AcceptRule) -> None:
     prompt = job.prompt
     findings: list[Finding] = []
     prompt_text = prompt.prompt_text()
@@ -119,7 +127,7 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
         findings += _prefixed(rv.findings, "reasoning.")
     if suite.expectations and options.expectations and prompt.expect:
         findings += run_checks(prompt.expect, result.text, result.completion_tokens)
-    findings += _speculative_findings(result, options, collapse)
+    findings += _speculative_findings(result, rule)
     findings += _length_findings(result, prompt.max_tokens)
     findings += _unicode_findings(result)
     ignored = set(prompt.ignore)
@@ -169,75 +177,16 @@ def _length_findings(result: RequestResult, max_tokens: int) -> list[Finding]:
     return []
 
 
-_MIN_COLLAPSE = 1.25
-_COLLAPSE_SHARE = 0.25
-_STEP_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP")
-
-
-def _server_args(info: dict[str, Any] | None) -> dict[str, Any]:
-    if not info:
-        return {}
-    nested = info.get("server_args")
-    return {**info, **nested} if isinstance(nested, dict) else dict(info)
-
-
 def is_speculative(info: dict[str, Any] | None) -> bool:
     algorithm = str(_server_args(info).get("speculative_algorithm") or "").upper()
     return algorithm not in ("", "NONE")
 
 
-def collapse_threshold(info: dict[str, Any] | None) -> float:
-    """Accept length below which speculation has collapsed: a quarter of the way from 1.0 (nothing
-    accepted) to the longest accept length the configuration allows (steps + 1 for EAGLE-style
-    chains; the draft block for DFlash/DDTree, whose depth is block size - 1)."""
-    args = _server_args(info)
-    algorithm = str(args.get("speculative_algorithm") or "").upper()
-    longest: Any = None
-    if algorithm in _STEP_ALGORITHMS and isinstance(args.get("speculative_num_steps"), int):
-        longest = args["speculative_num_steps"] + 1
-    else:
-        longest = args.get("speculative_num_draft_tokens") or args.get("speculative_dflash_block_size")
-    if not isinstance(longest, (int, float)) or longest < 2:
-        return _MIN_COLLAPSE
-    return max(_MIN_COLLAPSE, 1.0 + _COLLAPSE_SHARE * (float(longest) - 1.0))
-
-
-def _speculative_findings(result: RequestResult, options: SmokeOptions, collapse: float) -> list[Finding]:
+def _speculative_findings(result: RequestResult, rule: AcceptRule) -> list[Finding]:
     accept = result.accept_length
     if accept is None or (result.completion_tokens or 0) < _MIN_TOKENS_FOR_ACCEPT:
         return []
-    return _accept_findings(
-        accept, collapse, options.min_accept_length, "", "accept length", ": drafts are almost all rejected"
-    )
-
-
-def _accept_findings(
-    value: float, collapse: float, floor: float | None, code_prefix: str, label: str, collapse_note: str = ""
-) -> list[Finding]:
-    """At most one finding for an accept length: collapsed (at or below `collapse`), else under `floor`."""
-    if value <= collapse:
-        return [
-            Finding(
-                f"{code_prefix}accept_collapse",
-                value,
-                collapse,
-                (0, 0),
-                "",
-                f"{label} {value:.2f} (collapse below {collapse:.2f}){collapse_note}",
-            )
-        ]
-    if floor is not None and value < floor:
-        return [
-            Finding(
-                f"{code_prefix}accept_floor",
-                value,
-                floor,
-                (0, 0),
-                "",
-                f"{label} {value:.2f} below the floor {floor:.2f}",
-            )
-        ]
-    return []
+    return request_findings(accept, rule)
 
 
 _THINK_START, _THINK_END = "<think>", "</think>"
@@ -263,6 +212,7 @@ class _TokenMode:
     """How temperature-0 requests are sent when the probes run: by token ids through /generate."""
 
     reasoning: bool  # the server splits reasoning (a reasoning parser is on): split the raw text too
+    top_logprobs: int = 0  # recording a baseline: ask for the top-2 log-probabilities of every token
 
 
 def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _TokenMode) -> RequestResult:
@@ -271,11 +221,19 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
     try:
         if prompt.api == "generate":
             tc = client.generate_tokens(
-                text=prompt.prompt or "", temperature=0.0, max_new_tokens=prompt.max_tokens
+                text=prompt.prompt or "",
+                temperature=0.0,
+                max_new_tokens=prompt.max_tokens,
+                top_logprobs=mode.top_logprobs,
             )
         else:
             ids = client.tokenize_chat(prompt.chat_messages(), kwargs or None)
-            tc = client.generate_tokens(input_ids=ids, temperature=0.0, max_new_tokens=prompt.max_tokens)
+            tc = client.generate_tokens(
+                input_ids=ids,
+                temperature=0.0,
+                max_new_tokens=prompt.max_tokens,
+                top_logprobs=mode.top_logprobs,
+            )
     except ResponseError as exc:
         result.error = str(exc)
         return result
@@ -291,6 +249,7 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
     )
     result.prompt_ids, result.output_ids = tc.prompt_ids, tc.output_ids
     result.surrogates_replaced = c.surrogates_replaced
+    result.top2_margins = tc.top2_margins
     if c.verify_ct:
         result.accept_length, result.verify_ct = c.accept_length, c.verify_ct
     return result
@@ -345,7 +304,7 @@ def _run_jobs(
     model: str,
     options: SmokeOptions,
     concurrency: int,
-    collapse: float,
+    rule: AcceptRule,
     mode: _TokenMode | None = None,
 ) -> list[tuple[_Job, RequestResult]]:
     done: list[tuple[_Job, RequestResult]] = []
@@ -371,7 +330,7 @@ def _run_jobs(
                         other.cancel()
                     raise exc
                 result = future.result()
-                _judge(result, futures[future], suite, options, collapse)
+                _judge(result, futures[future], suite, options, rule)
                 done.append((futures[future], result))
                 if options.on_result is not None:
                     options.on_result(result)
@@ -485,11 +444,15 @@ def run_smoke(
             model = names[0]
         info_problems: list[str] = []
         info_before = _server_info(client, info_problems)
-        collapse = options.accept_collapse or collapse_threshold(info_before)
-        mode, probe_note = _token_mode(client, info_before) if options.probes else (None, None)
+        rule = rule_for(info_before, options.min_accept_length, _prior(options, target, info_before, model))
+        # token ids serve the probes, and baseline parity by token (near ties) when a baseline is used
+        by_token = options.probes or baseline is not None or options.record_baseline is not None
+        mode, probe_note = _token_mode(client, info_before) if by_token else (None, None)
+        if mode is not None and options.record_baseline is not None:
+            mode = dataclasses.replace(mode, top_logprobs=2)
         jobs = _plan(suite, determinism)
         generation_started = time.monotonic()
-        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, collapse, mode)
+        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, rule, mode)
         generation_seconds = time.monotonic() - generation_started
         try:
             # before the probes' flush, which resets the server's running averages
@@ -500,7 +463,7 @@ def run_smoke(
                 exc.hint,
             ) from None
         probes: ProbeReport | None = None
-        if mode is not None:
+        if mode is not None and options.probes:
             refusal = options.probe_flush() if options.probe_flush is not None else None
             probes = _run_probes(client, pairs, concurrency, options.probe_positions, refusal)
         elif options.probes:
@@ -535,7 +498,8 @@ def run_smoke(
     if probes is not None:
         report.suite_findings += _probe_findings(probes, results)
     report.requests_sent = client.requests_sent
-    report.suite_findings += _measured_accept_findings(report, options, collapse)
+    report.accept_rule = rule
+    report.suite_findings += _measured_accept_findings(report, rule)
     greedy = {
         job.prompt.id: r for job, r in pairs if job.temperature == 0 and job.attempt == 0 and r.error is None
     }
@@ -544,7 +508,18 @@ def run_smoke(
     report.wall_seconds = time.monotonic() - started
     if options.record_baseline is not None:
         _record_baseline(report, greedy, suite, options.record_baseline)
+    measured = report.measured_accept_length
+    if options.accept_memory is not None and report.passed and measured is not None:
+        options.accept_memory.remember(target.base_url, report.server_identity, measured)
     return report
+
+
+def _prior(
+    options: SmokeOptions, target: SmokeTarget, info: dict[str, Any] | None, model: str
+) -> PriorAccept | None:
+    if options.prior_accept is not None or options.accept_memory is None or not is_speculative(info):
+        return options.prior_accept
+    return options.accept_memory.prior(target.base_url, server_identity(info, model))
 
 
 def _server_info(client: SGLangClient, problems: list[str]) -> dict[str, Any] | None:
@@ -652,7 +627,7 @@ def _probe_findings(probes: ProbeReport, results: list[RequestResult]) -> list[F
     return findings
 
 
-def _measured_accept_findings(report: SmokeReport, options: SmokeOptions, collapse: float) -> list[Finding]:
+def _measured_accept_findings(report: SmokeReport, rule: AcceptRule) -> list[Finding]:
     """The accept length of this run's own requests (meta_info), judged once for the whole suite."""
     measured = [r for r in report.results if r.verify_ct and r.completion_tokens]
     if sum(r.completion_tokens or 0 for r in measured) < _MIN_TOKENS_FOR_ACCEPT:
@@ -660,20 +635,15 @@ def _measured_accept_findings(report: SmokeReport, options: SmokeOptions, collap
     value = report.measured_accept_length
     if value is None:
         return []
-    return _accept_findings(
-        value,
-        collapse,
-        options.min_accept_length,
-        "measured_",
-        "accept length of this run's requests (completion_tokens / spec_verify_ct)",
-    )
+    return suite_findings(value, rule)
 
 
 def _compare_baseline(
     baseline: Baseline, greedy: dict[str, RequestResult], options: SmokeOptions, report: SmokeReport
 ) -> BaselineComparison:
     current = {pid: joined(r.text, r.reasoning) for pid, r in greedy.items()}
-    comparison = compare(baseline, current, options.min_exact_match)
+    ids = {pid: r.output_ids for pid, r in greedy.items() if r.output_ids is not None}
+    comparison = compare(baseline, current, options.min_exact_match, ids, options.near_tie_margin)
     probes = report.probes
     if probes is not None and probes.supported and probes.passed and not report.deterministic_server:
         consistent = tuple(
@@ -681,6 +651,7 @@ def _compare_baseline(
             for p in comparison.prompts
             if not p.match
             and not p.missing
+            and (p.baseline_margin is None or p.near_tie)  # a clear choice is a break, consistent or not
             and greedy[p.prompt_id].passed
             and probes.answer_clean(p.prompt_id, 0)
         )
@@ -696,6 +667,40 @@ def _compare_baseline(
                 "",
                 f"baseline was recorded on model {recorded_model!r}, this server runs {report.model!r}",
                 severity="warn",
+            )
+        )
+    ties = [p for p in comparison.prompts if p.near_tie]
+    if ties:
+        shown = ", ".join(
+            f"{p.prompt_id} at token {p.first_token} (margin {p.baseline_margin:.3f})" for p in ties
+        )
+        report.suite_findings.append(
+            Finding(
+                "baseline_near_tie",
+                float(len(ties)),
+                comparison.near_tie_margin,
+                (0, 0),
+                "",
+                f"differs from the baseline first at a near tie (the baseline's top two log-probabilities "
+                f"within {comparison.near_tie_margin:g}), tolerated: {shown}",
+                severity="warn",
+            )
+        )
+    clear = [
+        p for p in comparison.prompts if p.baseline_margin is not None and not p.near_tie and not p.match
+    ]
+    if clear and not comparison.passed:
+        shown = ", ".join(
+            f"{p.prompt_id} at token {p.first_token} (margin {p.baseline_margin:.2f})" for p in clear
+        )
+        report.suite_findings.append(
+            Finding(
+                "baseline_clear_divergence",
+                float(len(clear)),
+                comparison.near_tie_margin,
+                (0, 0),
+                "",
+                f"differs from the baseline where the baseline's choice was clear: {shown}",
             )
         )
     if not comparison.passed:
@@ -732,7 +737,8 @@ def _record_baseline(
         return
     max_tokens = {p.id: p.max_tokens for p in suite.prompts}
     entries = {
-        pid: BaselineEntry(pid, r.text, r.reasoning, max_tokens.get(pid)) for pid, r in sorted(greedy.items())
+        pid: BaselineEntry(pid, r.text, r.reasoning, max_tokens.get(pid), r.output_ids, r.top2_margins)
+        for pid, r in sorted(greedy.items())
     }
     Baseline(report.server_identity, suite.name, entries).save(path)
     report.baseline_recorded = str(path)

@@ -6,7 +6,8 @@ through the same SSH connection it deploys with (`Host.forward`), never by openi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -67,11 +68,15 @@ def profile_target(
     model: str | None = None,
     api_key_env: str | None = None,
     accept_new_host_key: bool = False,
+    on_host: Callable[[Host], None] | None = None,
 ) -> Iterator[SmokeTarget]:
-    """Connect to the profile's host and forward a local port to its SGLang server."""
+    """Connect to the profile's host and forward a local port to its SGLang server. `on_host` is
+    called with the connection first (to read what the host remembers, say)."""
     api_key = api_key_from_env(api_key_env or profile.sglang.api_key_env)
     with (
         connect(profile, accept_new_host_key=accept_new_host_key) as host,
         server_url(host, profile) as url,
     ):
+        if on_host is not None:
+            on_host(host)
         yield SmokeTarget(url, model, api_key)

@@ -35,3 +35,25 @@ def test_rollback_target_is_the_last_change() -> None:
     found = rollback_target(records)
     assert found is not None and found[0] == 1 and found[1].previous_unit_sha == "a"
     assert rollback_target([rec(), rec()]) is None
+
+
+def test_prior_accept_is_the_same_configurations_last_passing_smoke() -> None:
+    from k26ctl.deploy.history import prior_accept
+
+    spec = {"spec": {"algorithm": "DDTREE", "block_size": 8}, "patches": []}
+    other = {"spec": {"algorithm": "DDTREE", "block_size": 16}, "patches": []}
+
+    def smoked(accept: float | None, passed: bool, speculative: dict[str, object], when: str) -> DeployRecord:
+        smoke = {"ran": True, "passed": passed, "summary": "", "accept_length": accept}
+        return rec(profile="p", speculative=speculative, smoke=smoke, time=when)
+
+    records = [
+        smoked(3.4, True, spec, "t1"),
+        smoked(3.1, True, other, "t2"),  # another configuration
+        smoked(1.2, False, spec, "t3"),  # a failed run is no reference
+        smoked(None, True, spec, "t4"),  # nor one that measured nothing
+    ]
+    prior = prior_accept(records, "p", spec)
+    assert prior is not None and prior.accept_length == 3.4 and prior.when == "t1"
+    assert "deploy history" in prior.source
+    assert prior_accept(records, "q", spec) is None

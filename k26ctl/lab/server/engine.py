@@ -55,6 +55,24 @@ class Req:
     verify_ct: int = 0
     cached_tokens: int = 0  # prompt tokens whose KV came from the prefix cache
     finished_reason: dict[str, Any] | None = None
+    # return_logprob: per output token, its own log-probability and the top_logprobs_num best
+    # (SGLang's output_token_logprobs / output_top_logprobs, as (logprob, token id) pairs)
+    logprobs: bool = False
+    top_logprobs_num: int = 0
+    output_token_logprobs: list[tuple[float, int]] = field(default_factory=list)
+    output_top_logprobs: list[list[tuple[float, int]]] = field(default_factory=list)
+
+    def keep_logprobs(self, logits_row: torch.Tensor, token: int) -> None:
+        """Record the log-probabilities of the row that chose `token` (the next output token)."""
+        if not self.logprobs:
+            return
+        logp = torch.log_softmax(logits_row.float(), dim=-1)
+        self.output_token_logprobs.append((float(logp[token]), int(token)))
+        if self.top_logprobs_num > 0:
+            top = logp.topk(min(self.top_logprobs_num, logp.numel()))
+            self.output_top_logprobs.append(
+                [(float(v), int(i)) for v, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)]
+            )
 
     @property
     def finished(self) -> bool:
@@ -261,8 +279,9 @@ class Engine:
             [positions[i] for i in last_rows],
             [ids[i] for i in last_rows],
         )
-        for req, tok in zip(reqs, next_ids, strict=True):
+        for req, tok, row in zip(reqs, next_ids, last_rows, strict=True):
             req.cached_len = len(req.input_ids)
+            req.keep_logprobs(logits[row], int(tok))
             req.output_ids.append(int(tok))
             self._finish_if_done(req)
         return StepStats("prefill", len(reqs), len(reqs), rows=len(ids))
@@ -293,8 +312,9 @@ class Engine:
         choices = self.numerics.greedy(
             logits, ("decode", len(reqs)), [r.cached_len for r in reqs], [r.output_ids[-1] for r in reqs]
         )
-        for req, tok in zip(reqs, choices, strict=True):
+        for row, (req, tok) in enumerate(zip(reqs, choices, strict=True)):
             req.cached_len += 1
+            req.keep_logprobs(logits[row], int(tok))
             req.output_ids.append(int(tok))
             self._finish_if_done(req)
         return StepStats("decode", len(reqs), len(reqs))
@@ -354,6 +374,8 @@ class Engine:
             ] = kept
             req.cached_len += len(kept)
             committed = [tree.tokens[row - 1] for row in accepted] + [bonus]
+            for row, token in zip(keep_rows, committed, strict=True):  # row `row` chose the next token
+                req.keep_logprobs(logits[r * width + row], token)
             req.output_ids.extend(committed)
             req.verify_ct += 1
             new_tokens += len(committed)

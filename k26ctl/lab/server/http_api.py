@@ -77,7 +77,10 @@ class LabState:
             text = text.replace(special, "")
         return text
 
-    def submit(self, input_ids: list[int], params: dict[str, Any]) -> GenRequest:
+    def submit(
+        self, input_ids: list[int], params: dict[str, Any], top_logprobs: int | None = None
+    ) -> GenRequest:
+        """Queue one request; `top_logprobs` not None: return_logprob with that many best per token."""
         if self.scheduler is None or not self.ready.is_set():
             raise ApiError(503, "the server is not ready", "ServiceUnavailableError")
         max_new = params.get("max_new_tokens")
@@ -102,6 +105,8 @@ class LabState:
         if isinstance(stop, str):
             stop = [stop]
         gen = GenRequest(list(input_ids), max(max_new, 1), stop_ids, list(stop))
+        gen.return_logprob = top_logprobs is not None
+        gen.top_logprobs_num = max(0, top_logprobs or 0)
         with self._inflight_lock:
             self._inflight.add(id(gen))
         self.scheduler.submit(gen)
@@ -158,7 +163,36 @@ class LabState:
             # as SGLang's tokenizer manager: the spec fields only once something was verified
             meta["spec_verify_ct"] = verify_ct
             meta["spec_accept_length"] = round(completion / verify_ct, 4)
+        if gen.return_logprob:
+            meta.update(_logprob_fields(gen))
         return meta
+
+
+def _top_logprobs(body: dict[str, Any]) -> int | None:
+    """/generate's return_logprob and top_logprobs_num (top-level fields, as in GenerateReqInput)."""
+    if not body.get("return_logprob"):
+        return None
+    top = body.get("top_logprobs_num") or 0
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise ApiError(400, f"top_logprobs_num must be a non-negative integer, got {top!r}")
+    return top
+
+
+def _logprob_fields(gen: GenRequest) -> dict[str, Any]:
+    """SGLang 0.5.15's shape (tokenizer_manager.py): (logprob, token id, text or None) triples; with the
+    default logprob_start_len -1 the input side holds only the last prompt token, with no logprob."""
+    req = gen.req
+    fields: dict[str, Any] = {
+        "input_token_logprobs": [[None, gen.input_ids[-1], None]],
+        "output_token_logprobs": [[v, i, None] for v, i in (req.output_token_logprobs if req else [])],
+    }
+    fields["output_token_logprobs_length"] = len(fields["output_token_logprobs"])
+    if gen.top_logprobs_num > 0:
+        fields["input_top_logprobs"] = [None]
+        fields["output_top_logprobs"] = [
+            [[v, i, None] for v, i in top] for top in (req.output_top_logprobs if req else [])
+        ]
+    return fields
 
 
 def _finish_reason(gen: GenRequest) -> str | None:
@@ -528,7 +562,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             raise ApiError(400, "either text or input_ids should be provided")
         st.hang_if_faulty()
-        gens = [st.submit(ids, params) for ids in batch]
+        top = _top_logprobs(body)
+        gens = [st.submit(ids, params, top) for ids in batch]
         if st.fault == "malformed":
             self._malformed()
             return

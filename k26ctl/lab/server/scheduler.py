@@ -35,6 +35,8 @@ class GenRequest:
     req: Req | None = None
     sent: int = 0
     matched_stop: str | int | None = None
+    top_logprobs_num: int = 0  # return_logprob: the best log-probabilities kept per output token
+    return_logprob: bool = False
 
 
 @dataclass
@@ -179,6 +181,8 @@ class Scheduler(threading.Thread):
             if len(self.running) + len(admitted) >= self.max_running:
                 break
             req = Req(gen.rid, gen.input_ids, gen.max_new_tokens, gen.stop_token_ids)
+            req.logprobs = gen.return_logprob
+            req.top_logprobs_num = gen.top_logprobs_num
             if not self.engine.can_admit(req):
                 if not self.running and not admitted:
                     self.waiting.remove(gen)
