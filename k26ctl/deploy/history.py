@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from k26ctl.remote.base import Host
-from k26ctl.statefile import Records
 from k26ctl.smoke.acceptance import PriorAccept
+from k26ctl.statefile import Records
 
 if TYPE_CHECKING:
     from k26ctl.profile import Profile
@@ -188,7 +188,7 @@ def host_prior_accept(host: Host, profile: Profile) -> PriorAccept | None:
         records = read_history(host, profile.service.name)
     except K26Error:
         return None
-    return prior_accept(records, profile.name or "", profile.speculative_settings())
+    return prior_accept(records.items, profile.name or "", profile.speculative_settings())
 
 
 def ensure_state_dir(host: Host, service: str) -> None:

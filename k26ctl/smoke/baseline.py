@@ -70,7 +70,9 @@ class Baseline:
         raw = inputs.read_bytes(source, what="baseline", max_bytes=inputs.MAX_DATA_BYTES, hint=hint)
         shape = statefile.parse_document(raw, _BaselineShape, what="baseline", where=source, hint=hint)
         entries = {
-            o.prompt_id: BaselineEntry(o.prompt_id, o.text, o.reasoning, o.max_tokens, o.output_ids, o.margins)
+            o.prompt_id: BaselineEntry(
+                o.prompt_id, o.text, o.reasoning, o.max_tokens, o.output_ids, o.margins
+            )
             for o in shape.outputs
         }
         return cls(shape.identity, shape.suite, entries, shape.created)

@@ -6,7 +6,6 @@ through the same SSH connection it deploys with (`Host.forward`), never by openi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING

@@ -7,6 +7,7 @@ The tests run in file order; each brings the server to the state it needs first.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -122,19 +123,15 @@ def test_start_up_failures_are_caught_from_the_real_server(real_host: Any) -> No
     code, doc = k26_json("deploy", GOOD, *sets(real_host, bad_value), "--yes")
     took = time.monotonic() - started
     assert code == 1 and doc["failure"] == "readiness", doc
-    assert "status=2/INVALIDARGUMENT" in doc["message"], doc["message"]
+    # the exit as systemd's unit state or as its journal line has it, whichever readiness saw first
+    assert re.search(r"exited.*status[ =]2\b", doc["message"]), doc["message"]
     parser_error = [line for line in doc["journal_lines"] if "error: argument --max-total-tokens" in line]
     assert parser_error and "'lots'" in parser_error[0], doc["journal_lines"]
     assert took < 300, took  # failed on the exit, not on readiness.timeout
 
-    # a value the parser takes but SGLang's start-up checks refuse: the journal's traceback, fast
-    started = time.monotonic()
-    code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.served_model_name=k26:tiny"), "--yes")
-    took = time.monotonic() - started
-    assert code == 1 and doc["failure"] == "readiness", doc
-    journal = "\n".join(doc["journal_lines"])
-    assert "Traceback (most recent call last):" in journal or "AssertionError" in journal, journal
-    assert took < 300, took  # well inside readiness.timeout (400 s): failed on the exit, not the clock
+    # a served name SGLang's start-up refuses (':' in it): k26ctl's own rule refuses it, changing nothing
+    refused = run_k26ctl("deploy", GOOD, *sets(real_host, "sglang.served_model_name=k26:tiny"), "--yes")
+    assert refused.returncode == 78 and "served-name-colon" in refused.stderr, refused
 
     # a model path that is not a model: the real loader's traceback
     code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.model_path=/opt/sglang/cpu-ops"), "--yes")
