@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from k26ctl.deploy.history import MAX_RECORDS, state_dir
 from k26ctl.remote.base import Host
+from k26ctl.watch.store import history_records
 
 if TYPE_CHECKING:
     from k26ctl.profile import Profile
@@ -32,16 +33,9 @@ def append_watch_record(host: Host, service: str, record: dict[str, Any]) -> Non
 
 
 def read_watch_history(host: Host, service: str) -> list[dict[str, Any]]:
-    raw = host.read_file(watch_history_path(service), sudo=True) or b""
-    out = []
-    for line in raw.decode("utf-8", "replace").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(item, dict):
-            out.append(item)
-    return out
+    path = watch_history_path(service)
+    raw = host.read_file(path, sudo=True) or b""
+    return history_records(raw.decode("utf-8", "replace").splitlines(), f"{host.name}:{path}")
 
 
 def record_on_host(profile: Profile, record: dict[str, Any], accept_new_host_key: bool = False) -> None:

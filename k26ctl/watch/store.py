@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,21 +73,22 @@ class WatchStore:
         write_atomic(self.history, "\n".join(lines) + "\n")
 
     def read_history_lines(self) -> list[str]:
-        try:
-            return [line for line in self.history.read_text(encoding="utf-8").splitlines() if line.strip()]
-        except (OSError, UnicodeDecodeError):
+        try:  # a damaged byte costs its line, not the history
+            text = self.history.read_bytes().decode("utf-8", "replace")
+        except OSError:
             return []
+        return [line for line in text.splitlines() if line.strip()]
 
     def read_history(self) -> list[dict[str, Any]]:
-        out = []
-        for line in self.read_history_lines():
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(item, dict):
-                out.append(item)
-        return out
+        return history_records(self.read_history_lines(), self.history)
+
+
+def history_records(lines: Iterable[str], where: str | Path) -> list[dict[str, Any]]:
+    """The change records of a history that read, decoded as all state k26ctl reads back; a damaged
+    line is left out, since a history is only shown, never judged from."""
+    from k26ctl.statefile import parse_lines
+
+    return parse_lines(lines, where, lambda _record: dict, torn_tail=True).items
 
 
 def last_verdict(loaded: LoadedProfile) -> dict[str, Any] | None:
@@ -99,8 +101,10 @@ def last_verdict(loaded: LoadedProfile) -> dict[str, Any] | None:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    from k26ctl import jsonsafe
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        data = jsonsafe.loads(path.read_bytes())
+    except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -241,6 +241,16 @@ def _read_lab_fleet(root: Path) -> Any:
 
 
 # reader name -> (the record as written, where it lives under a root, the read)
+def _watch_last() -> dict[str, Any]:
+    return {"state": "healthy", "verdict": "healthy", "time": 5.0, "reasons": [], "target": "lab"}
+
+
+def _read_watch_last(root: Path) -> Any:
+    from k26ctl.watch.store import WatchStore
+
+    return WatchStore(root).read_last()
+
+
 DOCUMENTS: dict[str, tuple[Callable[[Path], dict[str, Any]], str, Callable[[Path], Any]]] = {
     "bisect session file": (lambda tmp: _bisect_session_file(), "s.json", _read_bisect_spec),
     "sweep session file": (lambda tmp: _sweep_session_file(), "s.json", _read_sweep_spec),
@@ -252,6 +262,7 @@ DOCUMENTS: dict[str, tuple[Callable[[Path], dict[str, Any]], str, Callable[[Path
     ),
     "lab host state": (_lab_host_state, "k26ctl/lab/k26h-s/state.json", _read_lab_host),
     "lab fleet state": (lambda tmp: _lab_fleet_state(), "k26ctl/lab/fleet-f/state.json", _read_lab_fleet),
+    "watch last verdict": (lambda tmp: _watch_last(), "last.json", _read_watch_last),
 }
 
 
@@ -609,3 +620,26 @@ def test_no_home_and_no_passwd_entry_is_a_clear_error_then_the_xdg_chain_works(t
     assert (
         proc.returncode == 2 and f"no bisect session 'default' in {unit_state}/k26ctl/bisect" in proc.stderr
     )
+
+
+@STATE
+@given(data=st.data())
+def test_a_damaged_watch_history_line_never_hides_the_others(tmp_path: Path, data: st.DataObject) -> None:
+    from k26ctl.watch.store import WatchStore
+
+    records = [{"from": "unknown", "to": "healthy", "time": 1.0}, {"from": "healthy", "to": "failing"}]
+    target = data.draw(st.integers(0, len(records) - 1), label="line")
+    how, raw = data.draw(damaged(records[target]), label="damage")
+    lines = [json.dumps(r).encode() for r in records]
+    lines[target] = raw.replace(b"\n", b" ")
+    store = WatchStore(tmp_path)
+    store.history.write_bytes(b"\n".join(lines) + b"\n")
+    read = refused_or_read("watch history", store.read_history, store.history)
+    assert read is not None, "a history is shown, never refused"
+    assert all(isinstance(item, dict) for item in read)
+    for item in read:
+        _encodable(item)
+    untouched = records[1 - target]
+    assert untouched in read
+    if how == "same":
+        assert read == records
