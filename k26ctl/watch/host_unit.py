@@ -22,7 +22,7 @@ from k26ctl.profile import LoadedProfile, Profile
 from k26ctl.remote.base import Host
 from k26ctl.remote.systemd import Systemd
 from k26ctl.unitfile import escape_specifiers, quote_env_assignment, quote_exec_word
-from k26ctl.watch.unit import unit_name
+from k26ctl.watch.unit import unit_name, unit_text
 
 UNIT_DIR = "/etc/systemd/system"
 
@@ -67,25 +67,8 @@ def render_host_unit(profile: Profile, settings: HostWatchSettings, suite_ref: s
         argv.append("--json")
     exec_start = " ".join(quote_exec_word(word) for word in argv)
     description = f"k26ctl watch {profile.service.name} (on this host)".replace("%", "%%")
-    return (
-        "[Unit]\n"
-        f"Description={description}\n"
-        f"After=network-online.target {profile.service.name}.service\n"
-        "Wants=network-online.target\n"
-        "\n"
-        "[Service]\n"
-        "Type=simple\n"
-        f"{_environment(profile)}"
-        f"ExecStart={exec_start}\n"
-        "Restart=on-failure\n"
-        "RestartSec=30\n"
-        "KillSignal=SIGTERM\n"
-        "TimeoutStopSec=300\n"
-        "NoNewPrivileges=yes\n"
-        "\n"
-        "[Install]\n"
-        "WantedBy=multi-user.target\n"
-    )
+    after = f"network-online.target {profile.service.name}.service"
+    return unit_text(description, after, _environment(profile), exec_start, "multi-user.target")
 
 
 def _environment(profile: Profile) -> str:

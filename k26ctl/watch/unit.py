@@ -63,15 +63,23 @@ def render_unit(label: str, watch_args: list[str], scope: str) -> str:
     ]
     wanted_by = "default.target" if scope == "user" else "multi-user.target"
     description = f"k26ctl watch {label}".replace("%", "%%").replace("\n", " ")
+    return unit_text(
+        description, "network-online.target", f"Environment={' '.join(env)}\n", exec_start, wanted_by
+    )
+
+
+def unit_text(description: str, after: str, environment: str, exec_start: str, wanted_by: str) -> str:
+    """A watcher's unit: restarted on failure, stopped with time to end a cycle, no new privileges.
+    `environment` is zero or more whole `Environment=`/`EnvironmentFile=` lines."""
     return (
         "[Unit]\n"
         f"Description={description}\n"
-        "After=network-online.target\n"
+        f"After={after}\n"
         "Wants=network-online.target\n"
         "\n"
         "[Service]\n"
         "Type=simple\n"
-        f"Environment={' '.join(env)}\n"
+        f"{environment}"
         f"ExecStart={exec_start}\n"
         "Restart=on-failure\n"
         "RestartSec=30\n"
