@@ -382,6 +382,7 @@ def measure(config: Config, run: Run, prefill_flag: bool) -> dict[str, Any]:
         else:
             result["lossless"], result["vs_baseline"] = compare(ids, run.reference)
         result["smoke"] = smoke(config, run)
+        result["smoke_exit"] = result["smoke"].get("exit")
         return result
     finally:
         result["shutdown_s"] = stop(proc)
