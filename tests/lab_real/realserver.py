@@ -51,44 +51,62 @@ def server_info(host: Any) -> dict[str, Any]:
     return data
 
 
-class LongRequest:
-    """One long greedy generation in a thread (ignore_eos), to keep the server busy; aborted through
-    SGLang's /abort_request on exit, so the test does not wait for it to finish."""
+class BusyServer:
+    """Keeps the server busy until exit: two threads each run long greedy generations (ignore_eos) back
+    to back, of different lengths, so one is always in flight while the other starts its next; on exit
+    both stop and their current requests are aborted through SGLang's /abort_request. One long request
+    alone is not enough: on a quick machine it can end before a slower client step reaches the server."""
 
-    def __init__(self, host: Any, tokens: int) -> None:
-        self.status: int | None = None
-        self.error: str | None = None
-        self.rid = f"k26-busy-{uuid.uuid4().hex}"
-        body = {
-            "rid": self.rid,
-            "text": "Bees live together in a hive.",
-            "sampling_params": {"temperature": 0, "max_new_tokens": tokens, "ignore_eos": True},
-        }
-        self._thread = threading.Thread(target=self._run, args=(url(host, "/generate"), body), daemon=True)
+    def __init__(self, host: Any, tokens: tuple[int, ...] = (1900, 1300)) -> None:
+        self.statuses: list[int] = []
+        self.errors: list[str] = []
         self._host = host
+        self._stop = threading.Event()
+        self._current: dict[int, str] = {}
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._loop, args=(index, count), daemon=True) for index, count in enumerate(tokens)
+        ]
 
-    def _run(self, target: str, body: dict[str, Any]) -> None:
-        try:
-            self.status = httpx.post(target, json=body, timeout=600).status_code
-        except httpx.HTTPError as exc:
-            self.error = str(exc)
+    def _loop(self, index: int, tokens: int) -> None:
+        target = url(self._host, "/generate")
+        for _ in range(200):  # bounded: at most 200 generations a thread
+            if self._stop.is_set():
+                return
+            rid = f"k26-busy-{uuid.uuid4().hex}"
+            with self._lock:
+                self._current[index] = rid
+            body = {
+                "rid": rid,
+                "text": "Bees live together in a hive.",
+                "sampling_params": {"temperature": 0, "max_new_tokens": tokens, "ignore_eos": True},
+            }
+            try:
+                status = httpx.post(target, json=body, timeout=600).status_code
+            except httpx.HTTPError as exc:
+                self.errors.append(str(exc))
+                return
+            self.statuses.append(status)
 
-    def __enter__(self) -> LongRequest:
-        self._thread.start()
+    def __enter__(self) -> BusyServer:
         deadline = time.monotonic() + 120
-        while running_requests(self._host) < 1:  # the server says it is busy: an event, not a sleep
-            assert time.monotonic() < deadline, "the long request never showed in /metrics"
-            assert self._thread.is_alive(), f"the long request ended early: {self.status} {self.error}"
-            time.sleep(0.2)
+        for thread in self._threads:
+            thread.start()
+            while running_requests(self._host) < 1:  # the server says it is busy: an event, not a sleep
+                assert time.monotonic() < deadline, "the long request never showed in /metrics"
+                assert not self.errors, f"the long request failed: {self.errors}"
+                time.sleep(0.2)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        httpx.post(url(self._host, "/abort_request"), json={"rid": self.rid}, timeout=30)
-        self._thread.join(timeout=120)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
+        self._stop.set()
+        with self._lock:
+            rids = list(self._current.values())
+        for rid in rids:
+            httpx.post(url(self._host, "/abort_request"), json={"rid": rid}, timeout=30)
+        for thread in self._threads:
+            thread.join(timeout=120)
+        # a request that started between the snapshot and the stop flag ends on its own (bounded)
 
 
 def running_requests(host: Any) -> float:

@@ -24,7 +24,7 @@ from .realserver import (
     GOOD,
     NEWER,
     QUICK,
-    LongRequest,
+    BusyServer,
     k26_json,
     running_requests,
     server_info,
@@ -86,13 +86,11 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
 
     # /flush_cache: 200 idle; 400 while a request runs; smoke during that run reports the refused flush
     assert httpx.post(url(real_host, "/flush_cache"), timeout=30).status_code == 200
-    with LongRequest(real_host, tokens=1900) as busy:  # within the 2048 context
+    with BusyServer(real_host) as busy:  # within the 2048 context
         refused = httpx.post(url(real_host, "/flush_cache"), timeout=30)
         assert refused.status_code == 400 and "Flush cache failed" in refused.text, refused.text
         code, doc = k26_json("smoke", GOOD, *sets(real_host), "--set", f"smoke.suite={QUICK}")
-        still_busy = busy.running
-    assert busy.status == 200, busy.error  # aborted requests still end in 200 (finish_reason abort)
-    assert still_busy, "the long request ended before the smoke run: the refused flush was not exercised"
+    assert not busy.errors and set(busy.statuses) <= {200}, (busy.errors, busy.statuses)  # aborts end in 200
     assert doc["probes"]["flushed"] is False, doc["probes"]
     assert any(f["detector"] == "probes_unflushed" for f in doc["suite_findings"]), doc["suite_findings"]
 

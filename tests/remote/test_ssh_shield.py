@@ -3,7 +3,6 @@ main thread only waits, so the connection's locks are released even when the use
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -26,12 +25,14 @@ def _hold_lock_unprotected(
 
 
 def _interrupt_when(holding: threading.Event) -> threading.Thread:
-    """Ctrl-C (SIGINT to this process) once the call holds its lock: never before the call is under
-    way, however late a busy machine runs it."""
+    """Ctrl-C (SIGINT to this process's main thread, as a terminal's arrives where Python handles it)
+    once the call holds its lock: never before the call is under way, however late a busy machine runs
+    it. Sent to the process instead, the kernel may hand it to this thread, and the main thread's sleep
+    would run its course before Python saw it."""
 
     def interrupt() -> None:
         if holding.wait(60):
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     thread = threading.Thread(target=interrupt, daemon=True)
     thread.start()
