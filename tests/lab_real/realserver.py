@@ -65,7 +65,8 @@ class BusyServer:
         self._current: dict[int, str] = {}
         self._lock = threading.Lock()
         self._threads = [
-            threading.Thread(target=self._loop, args=(index, count), daemon=True) for index, count in enumerate(tokens)
+            threading.Thread(target=self._loop, args=(index, count), daemon=True)
+            for index, count in enumerate(tokens)
         ]
 
     def _loop(self, index: int, tokens: int) -> None:
