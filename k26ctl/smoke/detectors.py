@@ -761,6 +761,10 @@ def _normalise(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip().lower()
 
 
+def _whole_echo(text: str, why: str) -> Finding:
+    return Finding("prompt_echo", 1.0, 1.0, (0, len(text)), _excerpt(text, 0, len(text)), why)
+
+
 def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
     """The answer is the prompt (or mostly the prompt): a template or position bug."""
     if not prompt:
@@ -772,31 +776,13 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
     # A question said back is no answer, however short; a short statement said back may be one
     # ("Hello" to "Hello").
     if answer == question and question.endswith("?") and " " in question:
-        return [
-            Finding(
-                "prompt_echo",
-                1.0,
-                1.0,
-                (0, len(text)),
-                _excerpt(text, 0, len(text)),
-                "the output is the prompt's question, said back",
-            )
-        ]
+        return [_whole_echo(text, "the output is the prompt's question, said back")]
     if len(question) < 12:
         return []
     if answer == question or (
         answer.startswith(question) and len(answer) - len(question) < 0.2 * len(question)
     ):
-        return [
-            Finding(
-                "prompt_echo",
-                1.0,
-                1.0,
-                (0, len(text)),
-                _excerpt(text, 0, len(text)),
-                "the output repeats the prompt and adds almost nothing",
-            )
-        ]
+        return [_whole_echo(text, "the output repeats the prompt and adds almost nothing")]
     if answer.startswith(question):
         return [
             Finding(
