@@ -46,6 +46,10 @@ def test_unpatched_fails_smoke_patched_passes_identical_changes_nothing(lab_host
     assert code == 0, doc
     assert doc["verdict"] == "ok" and doc["restarted"] and doc["smoke"]["passed"] is True
     assert "smoke" in doc["smoke_reason"] or "changed" in doc["smoke_reason"]
+    # the old server's end as real SGLang's (tests/lab_real asks the real journal the same question)
+    logs = run_k26ctl("logs", PATCHED, *lab_sets(lab_host), "-n", "2000", timeout=240)
+    assert "SIGTERM received" in logs.stdout and "Draining requests and shutting down" in logs.stdout
+    assert "code=killed, status=9/KILL" in logs.stdout, logs.stdout[-3000:]
     with lab_connection(PATCHED, lab_host) as (host, systemd, profile):
         pid = main_pid(systemd)
         assert patch_state(host, profile) == "applied"

@@ -107,6 +107,11 @@ def test_changed_flag_restarts_and_rollback_restores(real_host: Any) -> None:
     code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.max_running_requests=4"), "--yes")
     assert code == 0 and doc["changed"] and doc["restarted"], doc
     assert server_info(real_host)["max_running_requests"] == 4  # the real server took the new flag
+    # the old server's end: SGLang drains on SIGTERM, then SIGKILLs itself (the stand-in does the same:
+    # tests/deploy/test_deploy_lab.py asks its journal the same question)
+    proc = run_k26ctl("logs", GOOD, *sets(real_host), "-n", "2000", timeout=120)
+    assert "SIGTERM received" in proc.stdout and "Draining requests and shutting down" in proc.stdout
+    assert "code=killed, status=9/KILL" in proc.stdout, proc.stdout[-3000:]
     code, doc = k26_json("rollback", GOOD, *sets(real_host), "--yes")
     assert code == 0 and doc["restarted"], doc
     assert server_info(real_host)["max_running_requests"] == 8

@@ -184,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
 
     state = LabState(args, fault, log)
     stop = threading.Event()
+    received: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -193,12 +195,25 @@ def main(argv: list[str] | None = None) -> int:
 
     gpus = SimulatedGpus()
     try:
-        return _serve(args, fault, state, stop, gpus)
+        code = _serve(args, fault, state, stop, gpus, received)
     finally:
         gpus.release()
+    if signal.SIGTERM in received and code == 0:
+        _end_as_sglang_does()
+    return code
 
 
-def _serve(args, fault, state, stop, gpus) -> int:  # type: ignore[no-untyped-def]
+def _end_as_sglang_does() -> None:
+    """Real SGLang (0.5.15 and 0.5.23, tokenizer_manager.sigterm_watchdog) ends its drain with
+    kill_process_tree(own pid, include_parent=True): the process dies of its own SIGKILL, so systemd
+    records `code=killed, status=9/KILL` and a stopped unit reads `failed`, not `inactive`."""
+    log(f"kill_process_tree called: parent_pid={os.getpid()}, include_parent=True, pid={os.getpid()}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _serve(args, fault, state, stop, gpus, received) -> int:  # type: ignore[no-untyped-def]
     from k26ctl.lab.server.http_api import make_server
     from k26ctl.lab.server.scheduler import GenRequest, Scheduler
 
@@ -244,7 +259,10 @@ def _serve(args, fault, state, stop, gpus) -> int:  # type: ignore[no-untyped-de
     log("The server is fired up and ready to roll!")
     while not stop.wait(0.5):
         pass
-    log("Received shutdown signal; stopping.")
+    # SGLang's own line for SIGTERM (its sigterm_handler); SIGINT is a lab convenience
+    name = "SIGTERM" if signal.SIGTERM in received else "SIGINT"
+    signum = int(getattr(signal, name))
+    log(f"{name} received. signum={signum} frame=None. Draining requests and shutting down...")
     _drain_requests(state, log)
     state.stopping.set()
     if switch is not None:
