@@ -35,7 +35,7 @@ def status_command(
 
     loaded = load_profile(profile, overrides)
     report = host_status(loaded, accept_new_host_key=accept_new_host_key, history=history)
-    from k26ctl.cli.watch_cmd import last_verdict_line
+    from k26ctl.cli.present.watch import last_verdict_line
     from k26ctl.watch.host_unit import watch_verdict
 
     watch, source = watch_verdict(loaded, accept_new_host_key)

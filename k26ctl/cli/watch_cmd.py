@@ -132,6 +132,7 @@ def _printer(as_json: bool) -> Any:
     """One JSON line per record on stdout, or one readable line on stderr."""
     import json
 
+    from k26ctl.cli.present.watch import cycle_line
     from k26ctl.termsafe import clean
 
     def emit(record: dict[str, Any]) -> None:
@@ -139,35 +140,10 @@ def _printer(as_json: bool) -> Any:
             sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             sys.stdout.flush()
             return
-        sys.stderr.write(clean(_line(record), limit=2000) + "\n")
+        sys.stderr.write(clean(cycle_line(record), limit=2000) + "\n")
         sys.stderr.flush()
 
     return emit
-
-
-def _line(record: dict[str, Any]) -> str:
-    if "message" in record:
-        return f"watch: {record['message']}"
-    parts = [f"{record.get('time', '')} {record.get('state')}"]
-    if record.get("verdict") == "skipped":
-        return f"{parts[0]}: cycle skipped, {record.get('reason', '')}"
-    if record.get("changed"):
-        parts[0] += " (changed)"
-    probes = (record.get("evidence") or {}).get("probes")
-    details = [f"cycle {record.get('cycle_s', 0):.1f} s", f"{record.get('requests', 0)} requests",
-               f"{record.get('generated_tokens', 0)} tokens"]  # fmt: skip
-    if probes:
-        details.append(f"probes {probes['mismatches']}/{probes['checked']}")
-    if record.get("accept_length"):
-        details.append(f"accept {record['accept_length']:.2f}")
-    line = f"{parts[0]}: " + ", ".join(details)
-    reasons = record.get("reasons") or []
-    if reasons and record.get("verdict") != "healthy":
-        line += "; " + "; ".join(str(r) for r in reasons[:3])
-    first = (record.get("evidence") or {}).get("first_mismatch")
-    if first:
-        line += "; " + _mismatch(first)
-    return line
 
 
 def rules_command() -> None:
@@ -193,12 +169,10 @@ def history_command(
     """The watcher's state changes for PROFILE (or --url), with their evidence."""
     import json
 
-    from k26ctl.errors import UsageError
+    from k26ctl.cli.present.watch import change_line
     from k26ctl.watch.service import target_store_key
     from k26ctl.watch.store import WatchStore
 
-    if (profile is None) == (url is None):
-        raise UsageError("give either a PROFILE or --url URL")
     if _runs_on_host(on, profile, url):
         from k26ctl.watch.host_history import read_watch_history, watch_history_path
 
@@ -214,31 +188,9 @@ def history_command(
         if as_json:
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
-            sys.stdout.write(_change_line(record) + "\n")
+            sys.stdout.write(change_line(record) + "\n")
     if not records and not as_json:
         print(f"no state changes recorded in {source}", file=sys.stderr)
-
-
-def _change_line(record: dict[str, Any]) -> str:
-    from k26ctl.termsafe import clean
-
-    line = f"{record.get('time')} {record.get('before')} -> {record.get('after')}"
-    if record.get("watcher"):
-        line += f" [seen by {record['watcher']}]"
-    reasons = record.get("reasons") or []
-    if reasons:
-        line += ": " + "; ".join(str(r) for r in reasons[:2])
-    first = (record.get("evidence") or {}).get("first_mismatch")
-    if first:
-        line += f" ({_mismatch(first)})"
-    return clean(line, limit=2000)
-
-
-def _mismatch(first: dict[str, Any]) -> str:
-    return (
-        f"first mismatch {first.get('prompt_id')} token {first.get('position')}: "
-        f"expected {first.get('expected')!r} got {first.get('got')!r}"
-    )
 
 
 def _scope_options() -> Any:
@@ -260,8 +212,12 @@ def _on_option() -> Any:
 
 
 def _runs_on_host(on: str, profile: str | None, url: str | None, **local_only: Any) -> bool:
+    """Checks the target (a PROFILE or --url, not both) and --on; True where the watcher is PROFILE's
+    host's, False where it is this machine's."""
     from k26ctl.errors import UsageError
 
+    if (profile is None) == (url is None):
+        raise UsageError("give either a PROFILE or --url URL")
     if on not in ("local", "host"):
         raise UsageError(f"--on {on!r}: expected local or host", "e.g. --on host")
     if on == "local":
@@ -315,8 +271,6 @@ def install_command(
     from k26ctl.errors import UsageError
     from k26ctl.watch import unit
 
-    if (profile is None) == (url is None):
-        raise UsageError("give either a PROFILE or --url URL")
     if unit_dir is not None and not no_start:
         raise UsageError("--unit-dir writes the unit only", "add --no-start")
     if not 0 < interval <= 86400:
@@ -383,11 +337,8 @@ def uninstall_command(
     accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """Stop, disable and remove the watcher's systemd service (here, or with --on host on the host)."""
-    from k26ctl.errors import UsageError
     from k26ctl.watch import unit
 
-    if (profile is None) == (url is None):
-        raise UsageError("give either a PROFILE or --url URL")
     if _runs_on_host(on, profile, url, scope=scope, unit_dir=unit_dir):
         from k26ctl.watch.host_unit import host_unit_path, uninstall_from_host
 
@@ -418,12 +369,10 @@ def service_status_command(
     """The watcher service's state and its last verdict."""
     import json
 
-    from k26ctl.errors import UsageError
+    from k26ctl.cli.present.watch import host_service_line, last_verdict_line
     from k26ctl.watch import unit
     from k26ctl.watch.store import WatchStore
 
-    if (profile is None) == (url is None):
-        raise UsageError("give either a PROFILE or --url URL")
     if _runs_on_host(on, profile, url, scope=scope):
         from k26ctl.watch.host_unit import host_service_state, host_unit_name, read_host_last
 
@@ -435,9 +384,7 @@ def service_status_command(
             print(json.dumps({"host": host.name, "unit": host_unit_name(loaded_profile), "service": state,
                               "last": host_last}, ensure_ascii=False))  # fmt: skip
             return
-        active = f"{state.get('ActiveState')} ({state.get('SubState')})"
-        print(f"{host_unit_name(loaded_profile)} on {host.name}: {state.get('LoadState')}, {active}, "
-              f"{state.get('UnitFileState') or '-'}")  # fmt: skip
+        print(host_service_line(host_unit_name(loaded_profile), host.name, state))
         print(last_verdict_line(host_last))
         return
     _, _, key = _watch_args(profile, overrides, url)
@@ -451,18 +398,6 @@ def service_status_command(
     print(last_verdict_line(last))
 
 
-def last_verdict_line(last: dict[str, Any] | None) -> str:
-    from k26ctl.termsafe import clean
-
-    if not last:
-        return "watch: no verdict recorded yet"
-    line = f"watch: {last.get('state')} (last cycle {last.get('time')}: {last.get('verdict')})"
-    reasons = last.get("reasons") or []
-    if reasons and last.get("verdict") != "healthy":
-        line += "; " + str(reasons[0])
-    return clean(line, limit=500)
-
-
 def logs_command(
     profile: str | None = profile_argument("Profile naming the server.", required=False),
     overrides: list[str] = set_option(),
@@ -473,11 +408,8 @@ def logs_command(
     accept_new_host_key: bool = accept_new_host_key_option(),
 ) -> None:
     """The watcher service's journal (here, or with --on host on the host)."""
-    from k26ctl.errors import UsageError
     from k26ctl.watch import unit
 
-    if (profile is None) == (url is None):
-        raise UsageError("give either a PROFILE or --url URL")
     if _runs_on_host(on, profile, url, scope=scope):
         from k26ctl.termsafe import clean
         from k26ctl.watch.host_unit import host_service_logs

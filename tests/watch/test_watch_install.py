@@ -126,7 +126,7 @@ def test_status_reads_the_watchers_last_verdict(tmp_path: Path, monkeypatch: pyt
         "time": "t",
         "reasons": ["probes fail: 9/96"],
     }
-    from k26ctl.cli.watch_cmd import last_verdict_line
+    from k26ctl.cli.present.watch import last_verdict_line
 
     assert (
         last_verdict_line(last_verdict(loaded)) == "watch: failing (last cycle t: failing); probes fail: 9/96"
