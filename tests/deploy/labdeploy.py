@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from k26ctl.resources import project_root
-from tests.support.cli import run_k26ctl
 
 LAB_PROFILES = project_root() / "profiles" / "lab"
 QUICK_SUITE = Path(__file__).parent / "data" / "quick-suite.yaml"
@@ -28,17 +26,6 @@ def lab_sets(lab: Any, *more: str) -> list[str]:
 
 def overrides(lab: Any, *more: str) -> list[str]:
     return [f"host.lab={lab.name}", f"smoke.suite={QUICK_SUITE}", *more]
-
-
-def k26_json(*args: str) -> tuple[int, dict[str, Any]]:
-    proc = run_k26ctl(*args, "--json", timeout=240)
-    try:
-        doc = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError(
-            f"not one JSON document (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-        ) from None
-    return proc.returncode, doc
 
 
 @contextmanager

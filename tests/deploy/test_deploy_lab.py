@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.cli import k26_json, run_k26ctl, spawn_k26ctl
 
 from .labdeploy import (
     PATCHED,
     UNPATCHED,
-    k26_json,
     lab_connection,
     lab_sets,
     main_pid,

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from .labdeploy import LAB_PROFILES, PATCHED, UNPATCHED, k26_json, lab_sets
+from tests.support.cli import k26_json
+
+from .labdeploy import LAB_PROFILES, PATCHED, UNPATCHED, lab_sets
 
 pytestmark = [pytest.mark.labhost, pytest.mark.lab, pytest.mark.timeout(900)]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -12,7 +11,7 @@ from typing import Any
 import httpx
 
 from k26ctl.resources import project_root
-from tests.support.cli import run_k26ctl
+from tests.support.cli import k26_json as cli_k26_json
 
 PROFILES = project_root() / "profiles" / "lab"
 GOOD = str(PROFILES / "sglang.yaml")
@@ -30,14 +29,9 @@ def sets(host: Any, *more: str) -> list[str]:
 
 
 def k26_json(*args: str, timeout: float = 900) -> tuple[int, dict[str, Any]]:
-    proc = run_k26ctl(*args, "--json", timeout=timeout)
-    try:
-        doc = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError(
-            f"not one JSON document (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-        ) from None
-    return proc.returncode, doc
+    """As tests.support.cli.k26_json, with a real server's longer timeout."""
+    code, doc = cli_k26_json(*args, timeout=timeout)
+    return code, doc
 
 
 def url(host: Any, path: str) -> str:

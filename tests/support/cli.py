@@ -63,6 +63,21 @@ def run_k26ctl(
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def k26_json(*args: str, timeout: float = 240, env: Mapping[str, str] | None = None) -> tuple[int, Any]:
+    """`k26ctl ARGS --json`: its exit code and its one JSON document (an assertion error with both
+    streams where stdout is not one)."""
+    import json
+
+    proc = run_k26ctl(*args, "--json", timeout=timeout, env=env)
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(
+            f"not one JSON document (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        ) from None
+    return proc.returncode, doc
+
+
 def spawn_k26ctl(
     *args: str,
     env: Mapping[str, str] | None = None,
