@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,21 +11,10 @@ from k26ctl.profile import load_profile
 from k26ctl.unitfile import environment_from_unit, exec_start_argv
 from k26ctl.watch.store import WatchStore, last_verdict, target_key
 from k26ctl.watch.unit import PACKAGE_ROOT, render_unit, systemd_is_init
+from tests.support.cli import run_k26ctl as _k26
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "lab" / "ddtree-b7.yaml"
-
-
-def _k26(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=full,
-        cwd=ROOT,
-    )
 
 
 def test_the_unit_runs_this_k26ctl_with_the_watch_arguments_word_for_word() -> None:

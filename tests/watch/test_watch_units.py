@@ -4,8 +4,6 @@ state files, the CLI's refusals."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from k26ctl.watch.metrics import Identity, WatchMetrics
 from k26ctl.watch.rules import alert_rules
 from k26ctl.watch.store import WatchStore, target_key
 from k26ctl.watch.verdict import DEGRADED, FAILING, HEALTHY, UNREACHABLE, JudgeRules, judge
+from tests.support.cli import run_k26ctl as _k26
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -240,20 +239,6 @@ def test_history_keeps_changes_and_last_is_replaced(tmp_path: Path) -> None:
 
 
 # ---- CLI -----------------------------------------------------------------------------------------
-
-
-def _k26(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "k26ctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=full,
-        cwd=ROOT,
-    )
 
 
 @pytest.mark.parametrize(
