@@ -6,7 +6,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from k26ctl.deploy.history import DeployRecord, history_path, last_record, parse_history
+from k26ctl.deploy.history import DeployRecord, history_path, last_record, read_records
 from k26ctl.deploy.plan import sha256_text
 from k26ctl.deploy.readiness import UnitState
 from k26ctl.errors import PatchError
@@ -35,6 +35,7 @@ class HostFacts:
     patch_actions: list[Any]  # k26ctl.patches.host.PatchAction, one per known patch
     history: list[DeployRecord] = field(default_factory=list)
     history_raw: bytes | None = None  # the file as read (None: no history yet)
+    history_problems: list[str] = field(default_factory=list)  # its lines that do not read, one each
     sglang_version: str | None = None  # the host's SGLang release, when it can be told
 
     @property
@@ -83,13 +84,16 @@ def gather_facts(host: Host, systemd: Any, profile: Profile, unit_path: str) -> 
         actions = pool.submit(lambda: plan_patches(host, profile, locate=locate))
         history = pool.submit(host.read_file, history_path(profile.service.name), sudo=True)
         raw_history = history.result()
+        where = f"{host.name}:{history_path(profile.service.name)}"
+        kept = read_records(raw_history.decode("utf-8", "replace"), where) if raw_history else None
         return HostFacts(
             unit_path=unit_path,
             unit_text=unit_text.result(),
             props=dict(props.result()),
             patch_actions=list(actions.result()),
-            history=parse_history(raw_history.decode("utf-8", "replace")) if raw_history else [],
+            history=kept.items if kept else [],
             history_raw=raw_history,
+            history_problems=[problem.one_line() for problem in kept.problems] if kept else [],
             sglang_version=_version(located) if located is not None else profile.sglang.version,
         )
 

@@ -95,6 +95,11 @@ class DeployRun:
         if self.facts is None:
             with self.log.step("facts", message):
                 self.facts = gather_facts(self.host, self.systemd, self.profile, self.unit_path)
+            problems = self.facts.history_problems
+            for problem in problems[:3]:  # what the history is read for (rollback, the last good) skips them
+                self.log.emit("warning", f"skipped an unreadable deploy history line: {problem}")
+            if len(problems) > 3:
+                self.log.emit("warning", f"skipped {len(problems) - 3} more unreadable deploy history lines")
         return self.facts
 
 

@@ -209,6 +209,22 @@ def test_rollback_restores_the_unit_before_the_last_change(rig: Rig) -> None:
     assert rig.history(first) == ["deploy", "deploy", "rollback"]
 
 
+def test_an_unreadable_history_line_is_named_in_a_warning_and_the_rollback_uses_the_rest(rig: Rig) -> None:
+    first = rig.load()
+    assert rig.deploy(first).exit_code == ExitCode.OK
+    second = rig.load("sglang.decode_log_interval=77")
+    assert rig.deploy(second).exit_code == ExitCode.OK
+    path = history_path(first.profile.service.name)
+    lines = rig.host.files[path].decode().splitlines()
+    rig.host.files[path] = "\n".join([lines[0], '{"kind": "deploy", "time": 5', lines[1]]).encode() + b"\n"
+    events: list[Any] = []
+    result = rollback(second, DeployOptions(yes=True), events.append, connect=lambda profile, **_: rig.host)
+    assert result.exit_code == ExitCode.OK, result.message
+    warnings = [e.message for e in events if e.kind == "warning"]
+    assert any("unreadable deploy history line" in w and f"{path}:2" in w for w in warnings), warnings
+    assert rig.unit_on_host(first) == render_unit(first.profile)
+
+
 def test_the_connection_opens_while_the_profile_is_validated_and_a_bad_profile_still_wins(
     rig: Rig,
 ) -> None:
