@@ -8,6 +8,8 @@ The tests run in file order; each brings the server to the state it needs first.
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
 import time
 from typing import Any
 
@@ -17,7 +19,8 @@ import pytest
 from k26ctl.deploy import deploy
 from k26ctl.deploy.model import DeployEvent, DeployOptions
 from k26ctl.profile import load_profile
-from tests.support.cli import run_k26ctl
+from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.watch_lines import WatchLines
 
 from .realserver import (
     GARBAGE,
@@ -144,15 +147,41 @@ def test_start_up_failures_are_caught_from_the_real_server(real_host: Any) -> No
     assert "/opt/sglang/cpu-ops" in journal, journal
 
 
-def test_untrained_weights_answer_health_200_and_fail_smoke(real_host: Any) -> None:
-    code, doc = k26_json("deploy", GOOD, *sets(real_host, GARBAGE), "--yes", "--smoke")
-    assert code == 1 and doc["failure"] == "smoke", doc
-    assert any(s["name"] == "readiness" and s["status"] == "ok" for s in doc["steps"]), doc["steps"]
-    assert doc["smoke"]["health_after"] == 200
-    assert doc["smoke"]["passed"] is False
-    detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
-    assert detectors, doc["smoke"]["summary"]
-    assert "/health=200" in doc["smoke"]["summary"]
+def test_untrained_weights_answer_health_200_fail_smoke_and_turn_a_running_watcher_failing(
+    real_host: Any,
+) -> None:
+    _ensure_good(real_host)
+    # a watcher on the healthy real server (its own baseline), then the server restarted behind its
+    # back with the untrained twin: /health stays 200, the watcher must turn failing
+    watcher = spawn_k26ctl(
+        "watch", GOOD, *sets(real_host), "--interval", "10", "--json", "--rebaseline",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        lines = WatchLines(watcher)
+        healthy, _ = lines.until("healthy", timeout=300)
+        assert healthy["baseline_recorded"] is True and healthy["requests"] > 0, healthy
+
+        code, doc = k26_json("deploy", GOOD, *sets(real_host, GARBAGE), "--yes", "--smoke")
+        assert code == 1 and doc["failure"] == "smoke", doc
+        assert any(s["name"] == "readiness" and s["status"] == "ok" for s in doc["steps"]), doc["steps"]
+        assert doc["smoke"]["health_after"] == 200
+        assert doc["smoke"]["passed"] is False
+        detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
+        assert detectors, doc["smoke"]["summary"]
+        assert "/health=200" in doc["smoke"]["summary"]
+
+        failing, _ = lines.until("failing", timeout=300)
+        assert failing["recheck_of"]["verdict"] == "failing", failing
+        assert failing["reasons"], failing
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(60)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+    states = [record.get("state") for record in lines.seen]
+    assert states.index("healthy") < states.index("failing"), states
 
 
 def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real_host: Any) -> None:

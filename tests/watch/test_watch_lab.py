@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +26,7 @@ from k26ctl.lab.server.fault_switch import RuntimeFaults, write_switch
 from k26ctl.watch.rules import RULES_FILE
 from tests.support.lab_server import ROOT, free_port, lab_server
 from tests.support.prometheus import prometheus, prometheus_binary
+from tests.support.watch_lines import WatchLines
 
 pytestmark = pytest.mark.lab
 INTERVAL = 3.0
@@ -60,47 +59,15 @@ def test_once_exits_0_on_a_healthy_lab_server_and_1_on_a_broken_one(tmp_path: Pa
     assert record["evidence"]["first_mismatch"]["position"] >= 0
 
 
-class _Lines:
-    """The watcher's JSON lines, read by a thread as they come."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.queue: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.seen: list[dict[str, Any]] = []
-        assert proc.stdout is not None
-        stdout = proc.stdout
-
-        def pump() -> None:
-            for line in stdout:
-                if line.strip():
-                    self.queue.put(json.loads(line))
-
-        threading.Thread(target=pump, daemon=True).start()
-
-    def until(self, state: str, timeout: float = 180.0) -> tuple[dict[str, Any], int]:
-        """The first record in `state` from now on, and how many steps (records) it took."""
-        deadline = time.monotonic() + timeout
-        steps = 0
-        while time.monotonic() < deadline:
-            try:
-                record = self.queue.get(timeout=1.0)
-            except queue.Empty:
-                continue
-            self.seen.append(record)
-            steps += 1
-            if record.get("state") == state:
-                return record, steps
-        raise AssertionError(f"no {state!r} record within {timeout} s; last: {self.seen[-3:]}")
-
-
 @contextmanager
 def _watching(
     url: str, port: int, state: Path, textfile: Path
-) -> Iterator[tuple[subprocess.Popen[str], _Lines]]:
+) -> Iterator[tuple[subprocess.Popen[str], WatchLines]]:
     args = ["watch", "--url", url, "--suite", "lab", "--interval", f"{INTERVAL:g}", "--json",
             "--metrics-port", str(port), "--textfile", str(textfile)]  # fmt: skip
     proc = _k26(args, state, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        yield proc, _Lines(proc)
+        yield proc, WatchLines(proc)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
