@@ -38,6 +38,14 @@ def url(host: Any, path: str) -> str:
     return f"http://{host.address}:{PORT}{path}"
 
 
+def swap_weights(host: Any, model_path: str) -> None:
+    """SGLang's /update_weights_from_disk: the serving weights replaced in place, no restart."""
+    response = httpx.post(
+        url(host, "/update_weights_from_disk"), json={"model_path": model_path}, timeout=300
+    )
+    assert response.status_code == 200 and response.json().get("success"), response.text
+
+
 def server_info(host: Any) -> dict[str, Any]:
     response = httpx.get(url(host, "/server_info"), timeout=30)
     response.raise_for_status()

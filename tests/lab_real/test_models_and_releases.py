@@ -20,9 +20,9 @@ SHIPPED = host_parts.SHIPPED_MODELS / host_parts.GOOD_MODEL
 def _tensors(path: Path) -> dict[str, dict[str, object]]:
     raw = path.read_bytes()
     (size,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + size])
+    header: dict[str, dict[str, object]] = json.loads(raw[8 : 8 + size])
     header.pop("__metadata__", None)
-    return header  # type: ignore[no-any-return]
+    return header
 
 
 def test_the_shipped_model_matches_its_checksums_and_a_changed_byte_is_caught(tmp_path: Path) -> None:

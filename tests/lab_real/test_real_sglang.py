@@ -32,6 +32,7 @@ from .realserver import (
     running_requests,
     server_info,
     sets,
+    swap_weights,
     url,
 )
 
@@ -105,6 +106,40 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     assert running_requests(real_host) == 0
 
 
+def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_then_healthy_again(
+    real_host: Any,
+) -> None:
+    """No deploy and no restart: SGLang's own /update_weights_from_disk (it works on CPU) swaps the
+    serving weights for the untrained twin's behind the watcher's back, then back again."""
+    _ensure_good(real_host)
+    good_path = server_info(real_host)["model_path"]
+    garbage_path = GARBAGE.split("=", 1)[1]
+    watcher = spawn_k26ctl(
+        "watch", GOOD, *sets(real_host), "--interval", "10", "--json", "--rebaseline",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    lines = WatchLines(watcher)
+    try:
+        healthy, _ = lines.until("healthy", timeout=300)
+        assert healthy["baseline_recorded"] is True and healthy["requests"] > 0, healthy
+        swap_weights(real_host, garbage_path)
+        assert httpx.get(url(real_host, "/health"), timeout=60).status_code == 200
+        failing, _ = lines.until("failing", timeout=300)
+        assert failing["recheck_of"]["verdict"] == "failing" and failing["reasons"], failing
+        swap_weights(real_host, good_path)
+        lines.until("healthy", timeout=300)
+    finally:
+        swap_weights(real_host, good_path)  # whatever happened, the next test gets the trained weights
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(60)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+    states = [record.get("state") for record in lines.seen]
+    assert states.index("healthy") < states.index("failing") < len(states) - 1, states
+    assert states[-1] == "healthy", states
+
+
 def test_changed_flag_restarts_and_rollback_restores(real_host: Any) -> None:
     _ensure_good(real_host)
     code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.max_running_requests=4"), "--yes")
@@ -147,41 +182,15 @@ def test_start_up_failures_are_caught_from_the_real_server(real_host: Any) -> No
     assert "/opt/sglang/cpu-ops" in journal, journal
 
 
-def test_untrained_weights_answer_health_200_fail_smoke_and_turn_a_running_watcher_failing(
-    real_host: Any,
-) -> None:
-    _ensure_good(real_host)
-    # a watcher on the healthy real server (its own baseline), then the server restarted behind its
-    # back with the untrained twin: /health stays 200, the watcher must turn failing
-    watcher = spawn_k26ctl(
-        "watch", GOOD, *sets(real_host), "--interval", "10", "--json", "--rebaseline",
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        lines = WatchLines(watcher)
-        healthy, _ = lines.until("healthy", timeout=300)
-        assert healthy["baseline_recorded"] is True and healthy["requests"] > 0, healthy
-
-        code, doc = k26_json("deploy", GOOD, *sets(real_host, GARBAGE), "--yes", "--smoke")
-        assert code == 1 and doc["failure"] == "smoke", doc
-        assert any(s["name"] == "readiness" and s["status"] == "ok" for s in doc["steps"]), doc["steps"]
-        assert doc["smoke"]["health_after"] == 200
-        assert doc["smoke"]["passed"] is False
-        detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
-        assert detectors, doc["smoke"]["summary"]
-        assert "/health=200" in doc["smoke"]["summary"]
-
-        failing, _ = lines.until("failing", timeout=300)
-        assert failing["recheck_of"]["verdict"] == "failing", failing
-        assert failing["reasons"], failing
-    finally:
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.wait(60)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-    states = [record.get("state") for record in lines.seen]
-    assert states.index("healthy") < states.index("failing"), states
+def test_untrained_weights_answer_health_200_and_fail_smoke(real_host: Any) -> None:
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, GARBAGE), "--yes", "--smoke")
+    assert code == 1 and doc["failure"] == "smoke", doc
+    assert any(s["name"] == "readiness" and s["status"] == "ok" for s in doc["steps"]), doc["steps"]
+    assert doc["smoke"]["health_after"] == 200
+    assert doc["smoke"]["passed"] is False
+    detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
+    assert detectors, doc["smoke"]["summary"]
+    assert "/health=200" in doc["smoke"]["summary"]
 
 
 def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real_host: Any) -> None:
