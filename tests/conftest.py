@@ -29,11 +29,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    # k26ctl run in this process installs its own SIGINT handler (finish the step, then stop); the next
+    # test gets the handler this one started with, so a Ctrl-C test never inherits a deferring one
+    sigint = signal.getsignal(signal.SIGINT)
     tiers.entering(item)
     try:
         yield
     finally:
         tiers.entering(None)
+        signal.signal(signal.SIGINT, sigint)
 
 
 @pytest.fixture(scope="session")

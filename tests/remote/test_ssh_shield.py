@@ -19,7 +19,10 @@ def _hold_lock_unprotected(
     lock.acquire()
     if holding is not None:
         holding.set()
-    time.sleep(seconds)
+    # short sleeps: a Ctrl-C that lands just before a long sleep would wait the whole sleep out
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
     lock.release()
     return threading.current_thread().name
 
