@@ -179,11 +179,10 @@ def collect_lab(path: Path) -> None:
     (greedy speculative decoding is lossless), else 'bad'. Written as JSON Lines like dev.jsonl."""
     from concurrent.futures import ThreadPoolExecutor
 
-    sys.path.insert(0, str(ROOT / "tests" / "support"))
-    from lab_server import lab_server
-
+    sys.path.insert(0, str(ROOT))
     from k26ctl.lab.server.corpus import _paragraphs, parse_chats
     from k26ctl.smoke.client import SGLangClient
+    from tests.support.lab_server import lab_server
 
     data = ROOT / "k26ctl" / "lab" / "server" / "data"
     chats = [q for q, _t, _a in parse_chats((data / "chats.txt").read_text())]

@@ -137,6 +137,7 @@ def engine_figures(tokens: int) -> list[dict[str, Any]]:
                 reqs = engine.generate(ids[:bs], tokens)  # no stop tokens: exactly `tokens` each
                 elapsed = time.perf_counter() - t0
                 best = elapsed if best is None else min(best, elapsed)
+            assert best is not None
             generated = sum(len(r.output_ids) for r in reqs)
             verify = sum(r.verify_ct for r in reqs)
             rows.append(

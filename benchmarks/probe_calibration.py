@@ -31,12 +31,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "support"))
-
-from lab_server import lab_server  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke  # noqa: E402
 from k26ctl.smoke.probes import PassRule  # noqa: E402
+from tests.support.lab_server import lab_server  # noqa: E402
 
 # findings that follow from the probe verdict itself (re-judged from the recorded counts)
 _PROBE_DERIVED = {"self_consistency", "self_consistency_share", "nondeterministic"}

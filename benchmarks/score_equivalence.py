@@ -48,10 +48,10 @@ json.dump({"cpu": cpu, "verdicts": out}, open(sys.argv[2], "w", encoding="utf-8"
 """
 
 
-def collect_requests(synthetic: int) -> list[dict[str, str | None]]:
+def collect_requests(synthetic: int) -> list[dict[str, str]]:
     files = [default_corpus_dir() / name for name in CORPUS_FILES]
     files += sorted((ROOT / "benchmarks" / "data").glob("*.jsonl"))
-    requests: list[dict[str, str | None]] = []
+    requests: list[dict[str, str]] = []
     for path in files:
         for raw in path.read_text(encoding="utf-8").splitlines():
             if not raw.strip():

@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "smoke"))
-
-from lab_server import lab_server  # noqa: E402
+sys.path.insert(0, str(ROOT))
 
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke  # noqa: E402
+from tests.support.lab_server import lab_server  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,9 +64,13 @@ def main(argv: list[str] | None = None) -> int:
             lines: queue.Queue[dict[str, Any]] = queue.Queue()
             assert proc.stdout is not None
             stdout = proc.stdout
-            threading.Thread(
-                target=lambda: [lines.put(json.loads(x)) for x in stdout if x.strip()], daemon=True
-            ).start()
+
+            def read_lines() -> None:
+                for x in stdout:
+                    if x.strip():
+                        lines.put(json.loads(x))
+
+            threading.Thread(target=read_lines, daemon=True).start()
             try:
                 wait_state(lines, "healthy", 120)
                 to_fail, to_heal = [], []

@@ -566,9 +566,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.render:
         path = Path(args.render)
-        data = json.loads(path.read_text())
-        data["checks"] = checks(data["configs"])
-        path.with_suffix(".md").write_text(render(data))
+        rendered: dict[str, Any] = json.loads(path.read_text())
+        rendered["checks"] = checks(rendered["configs"])
+        path.with_suffix(".md").write_text(render(rendered))
         return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

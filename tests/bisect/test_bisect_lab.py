@@ -12,10 +12,12 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from k26ctl.lab.host import LabHostState
 from k26ctl.resources import profiles_dir
 from tests.support.cli import run_k26ctl, spawn_k26ctl
 
@@ -27,7 +29,7 @@ SUITE = Path(__file__).with_name("lab-bisect-suite.yaml")
 
 
 @pytest.fixture
-def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
+def lab_env(lab_host: LabHostState, tmp_path: Path) -> dict[str, str]:
     """Bisect state in a temporary XDG state dir; the lab host's own state is linked in, so that
     host.lab=NAME still resolves."""
     real = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "k26ctl" / "lab"
@@ -44,14 +46,14 @@ def _html(page: Path) -> list[str]:
     return ["--html", str(page)] if importlib.util.find_spec("matplotlib") else []
 
 
-def lab_sets(lab_host, *, short_suite: bool = True) -> list[str]:
+def lab_sets(lab_host: LabHostState, *, short_suite: bool = True) -> list[str]:
     """The lab host, and (except where the exact shipped behaviour is the point) a two-prompt suite
     that keeps each step short."""
     sets = ["--set", f"host.lab={lab_host.name}"]
     return [*sets, "--set", f"smoke.suite={SUITE}"] if short_suite else sets
 
 
-def budget_search(lab_host, *extra: str, short_suite: bool = True) -> list[str]:
+def budget_search(lab_host: LabHostState, *extra: str, short_suite: bool = True) -> list[str]:
     return [
         "bisect-config",
         str(LAB / "ddtree-b16.yaml"),
@@ -73,7 +75,7 @@ def session_records(env: dict[str, str], session: str = "default") -> list[dict]
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def unit_sha_on_host(lab_host) -> str | None:
+def unit_sha_on_host(lab_host: LabHostState) -> str | None:
     from k26ctl.profile import load_profile
     from k26ctl.remote import connect
     from k26ctl.render import unit_path
@@ -83,7 +85,9 @@ def unit_sha_on_host(lab_host) -> str | None:
         return host.sha256(unit_path(loaded.profile), sudo=True)
 
 
-def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(lab_host, lab_env) -> None:
+def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(
+    lab_host: LabHostState, lab_env: dict[str, str]
+) -> None:
     """The command as an operator types it: the profile's own smoke suite judges each step."""
     before = unit_sha_on_host(lab_host)
     started = time.monotonic()
@@ -113,7 +117,7 @@ def test_budget_search_finds_8_within_the_restart_bound_then_reset_restores(lab_
     assert unit_sha_on_host(lab_host) == before
 
 
-def _watch(stream, lines: list[str], arrived: threading.Condition) -> threading.Thread:
+def _watch(stream: Iterable[str], lines: list[str], arrived: threading.Condition) -> threading.Thread:
     def read() -> None:
         for line in stream:
             with arrived:
@@ -132,6 +136,7 @@ def _run_until_step(args: list[str], env: dict[str, str], step: int, sig: signal
     process = spawn_k26ctl(*args, env=env)
     err: list[str] = []
     arrived = threading.Condition()
+    assert process.stderr is not None
     reader = _watch(process.stderr, err, arrived)
 
     def inside_the_steps_deploy() -> bool:
@@ -152,7 +157,9 @@ def _run_until_step(args: list[str], env: dict[str, str], step: int, sig: signal
     return process.returncode
 
 
-def test_interrupted_then_killed_mid_step_resumes_with_the_same_answer(lab_host, lab_env) -> None:
+def test_interrupted_then_killed_mid_step_resumes_with_the_same_answer(
+    lab_host: LabHostState, lab_env: dict[str, str]
+) -> None:
     """Ctrl-C in step 3, --resume; SIGKILL in step 4, --resume: the answer is the one of an
     uninterrupted search, each interrupted step is redone once and no finished step is redone."""
     args = budget_search(lab_host)
@@ -181,7 +188,9 @@ def test_interrupted_then_killed_mid_step_resumes_with_the_same_answer(lab_host,
     run_k26ctl("bisect-config", "reset", "--yes", env=lab_env, timeout=600)
 
 
-def test_set_mode_finds_the_budget_among_three_changed_keys(lab_host, lab_env, tmp_path: Path) -> None:
+def test_set_mode_finds_the_budget_among_three_changed_keys(
+    lab_host: LabHostState, lab_env: dict[str, str], tmp_path: Path
+) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         f"extends: {LAB / 'ddtree-b16.yaml'}\n"
@@ -220,7 +229,9 @@ exec /opt/k26lab/venv/bin/python "$@"
 """
 
 
-def test_a_value_whose_service_fails_to_load_is_skipped_and_the_search_converges(lab_host, lab_env) -> None:
+def test_a_value_whose_service_fails_to_load_is_skipped_and_the_search_converges(
+    lab_host: LabHostState, lab_env: dict[str, str]
+) -> None:
     """Also the --run path after a real deploy: the command judges through K26_BISECT_URL (a port
     forward over SSH into the lab host) and checks K26_BISECT_PROFILE is the step's profile."""
     from k26ctl.profile import load_profile

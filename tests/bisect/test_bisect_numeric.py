@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 import pytest
 
 from k26ctl.bisect.numeric import NumericSearch, max_probes
-from k26ctl.bisect.plan import EndCheckFailed, NumericOutcome
+from k26ctl.bisect.plan import Assignment, EndCheckFailed, NumericOutcome
 from k26ctl.bisect.verdict import Verdict
 from tests.bisect.bisect_helpers import drive
 
 KEY = "spec.ddtree.budget"
 
 
-def monotone(first_bad: int):
+def monotone(first_bad: int) -> Callable[[Assignment], Verdict]:
     return lambda a: Verdict.BAD if a[KEY] >= first_bad else Verdict.GOOD
 
 
@@ -116,7 +117,9 @@ def test_a_skip_next_to_the_boundary_still_converges_when_its_neighbour_decides(
         (lambda a: Verdict.SKIP, "good", Verdict.SKIP),
     ],
 )
-def test_an_end_that_misbehaves_stops_the_search(oracle, end: str, verdict: Verdict) -> None:
+def test_an_end_that_misbehaves_stops_the_search(
+    oracle: Callable[[Assignment], Verdict], end: str, verdict: Verdict
+) -> None:
     outcome, probes = drive(NumericSearch(KEY, list(range(7, 17))), oracle)
     assert isinstance(outcome, EndCheckFailed)
     assert (outcome.end, outcome.verdict) == (end, verdict)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from k26ctl.bisect.candidates import build_candidates
 from k26ctl.bisect.setdiff import differing_keys, flatten, with_assignment
 from k26ctl.bisect.verdict import AbortSearch, Verdict, combine_tries, tries_needed, verdict_from_exit_code
 from k26ctl.errors import ConfigError, UsageError
-from k26ctl.profile import load_profile
+from k26ctl.profile import LoadedProfile, load_profile
 
 G, B, S = Verdict.GOOD, Verdict.BAD, Verdict.SKIP
 
@@ -55,7 +57,7 @@ def test_integer_range_and_listed_values() -> None:
         ("7", "7.5", None),
     ],
 )
-def test_bad_candidate_input_is_a_usage_error(good, bad, values) -> None:
+def test_bad_candidate_input_is_a_usage_error(good: str | None, bad: str | None, values: str | None) -> None:
     with pytest.raises(UsageError):
         build_candidates(good, bad, values)
 
@@ -64,13 +66,13 @@ def test_flatten_keeps_lists_as_leaves() -> None:
     assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": {}}) == {"a.b": 1, "a.c": [1, 2]}
 
 
-def _lab(tmp_path, text: str, name: str = "p.yaml"):
+def _lab(tmp_path: Path, text: str, name: str = "p.yaml") -> LoadedProfile:
     path = tmp_path / name
     path.write_text(text)
     return load_profile(path)
 
 
-def test_differing_keys_between_two_profiles(tmp_path) -> None:
+def test_differing_keys_between_two_profiles(tmp_path: Path) -> None:
     good_text = "spec: {algorithm: DDTREE, ddtree: {budget: 7}}\nservice: {environment: {A: '1'}}\n"
     good = _lab(tmp_path, good_text, "g.yaml")
     bad = _lab(
@@ -92,14 +94,14 @@ def test_differing_keys_between_two_profiles(tmp_path) -> None:
     assert applied.profile.name == good.profile.name
 
 
-def test_profiles_on_different_hosts_are_refused(tmp_path) -> None:
+def test_profiles_on_different_hosts_are_refused(tmp_path: Path) -> None:
     good = _lab(tmp_path, "host: {address: a}\n", "g.yaml")
     bad = _lab(tmp_path, "host: {address: b}\n", "b.yaml")
     with pytest.raises(ConfigError):
         differing_keys(good.profile, bad.profile)
 
 
-def test_with_assignment_validates_the_result(tmp_path) -> None:
+def test_with_assignment_validates_the_result(tmp_path: Path) -> None:
     base = _lab(tmp_path, "spec: {algorithm: DDTREE}\n")
     assert with_assignment(base, {"spec.ddtree.budget": 9}).profile.spec.ddtree.budget == 9
     assert with_assignment(base, {"sglang.served_model_name": "on"}).profile.sglang.served_model_name == "on"

@@ -10,13 +10,16 @@ from pathlib import Path
 import pytest
 
 from k26ctl.bisect.ddmin import SetSearch
-from k26ctl.bisect.engine import StepOutcome, run_search
+from k26ctl.bisect.engine import StepOutcome, Strategy, run_search
 from k26ctl.bisect.numeric import NumericSearch
 from k26ctl.bisect.plan import Assignment, Change, Probe, assignment_id
 from k26ctl.bisect.session import Session, SessionSpec
 from k26ctl.bisect.verdict import Verdict
 
 KEY = "spec.ddtree.budget"
+
+# a session spec, the strategy that searches it, and the oracle that answers each probe
+Case = tuple[SessionSpec, Strategy, Callable[[Assignment], Verdict]]
 
 
 class OracleRunner:
@@ -30,7 +33,7 @@ class OracleRunner:
         return StepOutcome(verdict, restarted=True, tries=[verdict], detail="oracle")
 
 
-def numeric_case() -> tuple[SessionSpec, object, Callable[[Assignment], Verdict]]:
+def numeric_case() -> Case:
     def oracle(a: Assignment) -> Verdict:
         if a[KEY] == 12:
             return Verdict.SKIP
@@ -42,7 +45,7 @@ def numeric_case() -> tuple[SessionSpec, object, Callable[[Assignment], Verdict]
     return spec, NumericSearch(KEY, list(range(7, 17))), oracle
 
 
-def set_case() -> tuple[SessionSpec, object, Callable[[Assignment], Verdict]]:
+def set_case() -> Case:
     changes = [
         Change("sglang.context_length", 131072, 4096),
         Change("sglang.served_model_name", "a", "b"),
@@ -55,7 +58,9 @@ def set_case() -> tuple[SessionSpec, object, Callable[[Assignment], Verdict]]:
 
 
 @pytest.mark.parametrize("case", [numeric_case, set_case])
-def test_crash_after_every_record_resumes_to_the_same_answer(tmp_path: Path, case) -> None:
+def test_crash_after_every_record_resumes_to_the_same_answer(
+    tmp_path: Path, case: Callable[[], Case]
+) -> None:
     spec, strategy, oracle = case()
     reference = Session("ref", tmp_path / "ref")
     reference.create(spec)
@@ -97,7 +102,8 @@ def test_an_interrupted_step_is_reported_and_redone(tmp_path: Path) -> None:
     assert runner.calls[0] == assignment_id({KEY: 7})
     assert result.to_json()["first_bad"] == 10
     assert session.interrupted_step() is None
-    assert session.outcome() is not None and session.outcome()["first_bad"] == 10
+    outcome = session.outcome()
+    assert outcome is not None and outcome["first_bad"] == 10
 
 
 def test_a_finished_session_resumes_without_running_anything(tmp_path: Path) -> None:
@@ -132,7 +138,7 @@ def test_one_process_per_session(tmp_path: Path) -> None:
         pass
 
 
-def test_state_lives_under_xdg_state_home(tmp_path: Path, monkeypatch) -> None:
+def test_state_lives_under_xdg_state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     session = Session("mine")
     assert session.spec_path == tmp_path / "k26ctl" / "bisect" / "mine.json"

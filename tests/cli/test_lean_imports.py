@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ print(json.dumps({"body": body, "heavy": heavy}))
 """
 
 
-def _run(mode: str) -> dict[str, object]:
+def _run(mode: str) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-c", _CODE, mode], capture_output=True, text=True, timeout=60, cwd=ROOT, check=True
     )

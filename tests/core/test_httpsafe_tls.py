@@ -28,7 +28,7 @@ def test_clients_share_one_context_and_it_still_verifies() -> None:
 def test_an_explicit_verify_is_kept() -> None:
     unverified = httpx.create_ssl_context(verify=False)
     transport = deadline_transport(verify=unverified)
-    assert transport._pool._ssl_context is unverified  # type: ignore[attr-defined]
+    assert transport._pool._ssl_context is unverified
     transport.close()
 
 

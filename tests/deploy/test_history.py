@@ -40,8 +40,8 @@ def test_rollback_target_is_the_last_change() -> None:
 def test_prior_accept_is_the_same_configurations_last_passing_smoke() -> None:
     from k26ctl.deploy.history import prior_accept
 
-    spec = {"spec": {"algorithm": "DDTREE", "block_size": 8}, "patches": []}
-    other = {"spec": {"algorithm": "DDTREE", "block_size": 16}, "patches": []}
+    spec: dict[str, object] = {"spec": {"algorithm": "DDTREE", "block_size": 8}, "patches": []}
+    other: dict[str, object] = {"spec": {"algorithm": "DDTREE", "block_size": 16}, "patches": []}
 
     def smoked(accept: float | None, passed: bool, speculative: dict[str, object], when: str) -> DeployRecord:
         smoke = {"ran": True, "passed": passed, "summary": "", "accept_length": accept}

@@ -627,7 +627,10 @@ def test_no_home_and_no_passwd_entry_is_a_clear_error_then_the_xdg_chain_works(t
 def test_a_damaged_watch_history_line_never_hides_the_others(tmp_path: Path, data: st.DataObject) -> None:
     from k26ctl.watch.store import WatchStore
 
-    records = [{"from": "unknown", "to": "healthy", "time": 1.0}, {"from": "healthy", "to": "failing"}]
+    records: list[dict[str, Any]] = [
+        {"from": "unknown", "to": "healthy", "time": 1.0},
+        {"from": "healthy", "to": "failing"},
+    ]
     target = data.draw(st.integers(0, len(records) - 1), label="line")
     how, raw = data.draw(damaged(records[target]), label="damage")
     lines = [json.dumps(r).encode() for r in records]

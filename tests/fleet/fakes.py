@@ -20,7 +20,7 @@ class FakeRouter:
         self.health: dict[str, bool] = {}  # url -> answers /health 200
         self.log: list[tuple[str, str]] = []
         self._ids = itertools.count(1)
-        self.on_add: Callable[[str], None] | None = None
+        self.on_add: Callable[[str], object] | None = None  # called with each added url, result unused
 
     def workers(self) -> list[Worker]:
         return [Worker(w.id, w.url, self.health.get(w.url, True)) for w in self.listed.values()]

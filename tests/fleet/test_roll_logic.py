@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from k26ctl.errors import Interrupted, UsageError
 from k26ctl.fleet import record as rec
 from k26ctl.fleet.record import LocalStore
-from k26ctl.fleet.roll import Roll, RollEvent, RollOptions
+from k26ctl.fleet.roll import Roll, RollEvent, RollOptions, RollResult
 
 from .fakes import FakeMember, FakeRouter
 
@@ -26,7 +27,9 @@ class Clock:
         self.now += max(seconds, 0.01)
 
 
-def make(tmp_path: Path, n: int = 3, **opts: object) -> tuple[FakeRouter, list[FakeMember], LocalStore, dict]:
+def make(
+    tmp_path: Path, n: int = 3, **opts: Any
+) -> tuple[FakeRouter, list[FakeMember], LocalStore, dict[str, Any]]:
     router = FakeRouter()
     members = [FakeMember(f"h{i}", f"http://10.0.0.{i}:30000", router=router) for i in range(1, n + 1)]
     for m in members:
@@ -42,15 +45,15 @@ def run(
     members: list[FakeMember],
     store: LocalStore,
     events: list[RollEvent] | None = None,
-    **opts: object,
-):
+    **opts: Any,
+) -> RollResult:
     clock = Clock()
     roll = Roll(
         "f",
-        members,
+        list(members),  # a list of the MemberOps protocol: same members, Roll never changes the list
         router,
         RollOptions(**opts),
-        store,  # type: ignore[arg-type]
+        store,
         on_event=(events.append if events is not None else None),
         sleep=clock.sleep,
         clock=clock,
@@ -71,7 +74,8 @@ def test_good_roll_takes_each_member_out_drains_deploys_and_puts_it_back(tmp_pat
         assert [n["phase"] for n in m.notes] == [rec.DRAINING, rec.VERIFIED, rec.NEW]
     assert {s.phase for s in result.record.members.values()} == {rec.NEW}
     assert set(router.listed) == {m.url for m in members}
-    assert store.load().status == rec.DONE
+    stored = store.load()
+    assert stored is not None and stored.status == rec.DONE
     assert (tmp_path / "runs.jsonl").read_text().count("\n") == 1
 
 
@@ -222,7 +226,8 @@ def test_ctrl_c_mid_deploy_leaves_every_member_in_a_stated_place(tmp_path: Path,
     assert where["h2"] == "interrupted, out of router (old config)"
     assert where["h3"] == "old config, serving"
     assert members[1].url not in router.listed and members[2].url in router.listed
-    assert store.load().status == rec.STOPPED
+    stored = store.load()
+    assert stored is not None and stored.status == rec.STOPPED
     # and --resume continues from the interrupted member
     members[1].during_apply = None
     resumed = run(router, members, store, resume=True, **opts)

@@ -67,6 +67,7 @@ def test_the_mask_bug_turns_on_and_off_in_a_running_server(tmp_path: Path) -> No
         last = _answer(server.url)
         log = server.log()
     # corrupt from the first verify steps on (the first token comes from the plain prefill)
-    assert first_divergence(broken, good) is not None and first_divergence(broken, good) < 8, broken
+    diverged_at = first_divergence(broken, good)
+    assert diverged_at is not None and diverged_at < 8, broken
     assert again == good == last
     assert "Lab fault switch: watching" in log and '"mask_bug": true' in log

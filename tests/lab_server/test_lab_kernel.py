@@ -41,7 +41,9 @@ def _tree(width: int) -> ddtree.DraftTree:
     return tree
 
 
-def _run(tree_mod: LabTree, prefixes: list[int], width: int, backend_width: int, scope: str = "all"):
+def _run(
+    tree_mod: LabTree, prefixes: list[int], width: int, backend_width: int, scope: str = "all"
+) -> tuple[torch.Tensor, torch.Tensor]:
     tree_mod.lab_memory.configure(unvisited="nan", scope=scope)
     gen = torch.Generator().manual_seed(7)
     bs = len(prefixes)

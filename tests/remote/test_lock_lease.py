@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -26,6 +27,7 @@ from k26ctl.errors import ConfigError, LockHeldError
 from k26ctl.lab.host import LabHostState
 from k26ctl.remote.local import LocalHost
 from k26ctl.remote.shell import DEFAULT_LOCK_LEASE, LOCK_DIR, LOCK_LEASE_ENV, lock_lease
+from k26ctl.remote.ssh import SSHHost
 from tests.support.hosts import lab_target, ssh_host
 
 LEASE = 2.0  # short, so the tests wait seconds; production default is DEFAULT_LOCK_LEASE
@@ -148,8 +150,9 @@ def test_lease_comes_from_the_argument_then_the_environment(monkeypatch: pytest.
 @pytest.mark.labhost
 def test_live_holder_keeps_the_lock_far_past_its_lease(lab_host: LabHostState) -> None:
     """The deploy's own work (commands, long waits) goes on while the heartbeats keep the lock."""
+    # `with` yields the base Host type; these are SSHHosts, whose lock() takes a lease
     with ssh_host(lab_host).open() as alice, ssh_host(lab_host).open() as bob:
-        with alice.lock("t-lease-live", holder="alice@workstation", lease=LEASE) as info:
+        with cast(SSHHost, alice).lock("t-lease-live", holder="alice@workstation", lease=LEASE) as info:
             assert info.extra["lease"] == f"{LEASE:g}"
             held_until = time.monotonic() + 3 * LEASE
             while time.monotonic() < held_until:
@@ -161,7 +164,7 @@ def test_live_holder_keeps_the_lock_far_past_its_lease(lab_host: LabHostState) -
             assert "alice@workstation" in message and info.since in message
             assert f"expires within {LEASE:g} s" in message
         # a clean release frees it at once: no waiting for the lease
-        with bob.lock("t-lease-live", holder="bob@laptop", lease=LEASE) as info2:
+        with cast(SSHHost, bob).lock("t-lease-live", holder="bob@laptop", lease=LEASE) as info2:
             assert info2.holder == "bob@laptop"
 
 
@@ -180,7 +183,7 @@ def test_frozen_client_loses_the_lock_after_the_lease(lab_host: LabHostState) ->
             waited = wait_until_free(lab_host, name, LEASE + 15)
             assert not alive_on(lab_host, holder_pid), "lock free, yet its holder still runs"
             assert alive_on(lab_host, session), "the session closed: this was not the lease"
-            with bob.lock(name, holder="bob@laptop", lease=LEASE) as info:
+            with cast(SSHHost, bob).lock(name, holder="bob@laptop", lease=LEASE) as info:
                 assert info.holder == "bob@laptop"
         print(f"frozen client: lock freed {waited:.2f} s after the freeze (lease {LEASE:g} s)")
 
@@ -201,7 +204,10 @@ def test_client_killed_while_its_link_is_down_loses_the_lock_after_the_lease(
             waited = wait_until_free(lab_host, name, LEASE + 15)
             assert alive_on(lab_host, session), "the session closed: this was not the lease"
             assert console(lab_host, f"test -e {LOCK_DIR}/k26ctl-{name}.holder").returncode != 0
-        with ssh_host(lab_host).open() as bob, bob.lock(name, holder="bob@laptop", lease=LEASE) as info:
+        with (
+            ssh_host(lab_host).open() as bob,
+            cast(SSHHost, bob).lock(name, holder="bob@laptop", lease=LEASE) as info,
+        ):
             assert info.holder == "bob@laptop"
     print(f"killed behind a dead link: lock freed {waited:.2f} s after the kill (lease {LEASE:g} s)")
 

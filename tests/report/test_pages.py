@@ -7,7 +7,9 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,7 +111,7 @@ def test_the_fleet_pages_show_lanes_the_canary_the_halt_and_the_clients() -> Non
 
 
 @pytest.mark.parametrize("make", [hostile_smoke, hostile_sweep, hostile_bisect_log, hostile_fleet])
-def test_hostile_strings_are_escaped_everywhere(make) -> None:
+def test_hostile_strings_are_escaped_everywhere(make: Callable[[], dict[str, Any]]) -> None:
     page = page_html(make())
     assert not re.search(r"<(script|iframe|img)\b", page, re.I)
     assert "<svg onload" not in page and "</style><style>" not in page

@@ -12,6 +12,7 @@ import pytest
 from k26ctl.smoke import wordlists
 from k26ctl.smoke.batch import Request, score_many
 from k26ctl.smoke.detectors import detect_broken_json, detect_special_tokens, preload, score_text
+from k26ctl.smoke.finding import Finding
 from k26ctl.smoke.kinds import PROFILES
 from k26ctl.smoke.lexicon import guess_language, is_word
 from k26ctl.smoke.wordsignals import (
@@ -25,7 +26,7 @@ from k26ctl.smoke.wordstats import words_of
 PROSE = PROFILES["prose"]
 
 
-def detectors(findings: list) -> list[str]:  # type: ignore[type-arg]
+def detectors(findings: list[Finding]) -> list[str]:
     return [f.detector for f in findings]
 
 

@@ -121,7 +121,9 @@ def test_smoke_unreachable_is_69(tmp_path: Path) -> None:
     assert done.returncode == 69
     assert "cannot reach the server" in done.stderr and "Traceback" not in done.stderr
     root = ET.parse(junit).getroot()
-    assert root.get("errors") == "1" and "cannot reach the server" in root.find(".//error").get("message", "")
+    error = root.find(".//error")
+    assert root.get("errors") == "1" and error is not None
+    assert "cannot reach the server" in error.get("message", "")
 
 
 @pytest.mark.parametrize(

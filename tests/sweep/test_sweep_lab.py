@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from k26ctl.lab.host import LabHostState
 from k26ctl.resources import profiles_dir, project_root
 from tests.support.cli import run_k26ctl
 
@@ -26,7 +27,7 @@ SUITE = project_root() / "benchmarks" / "data" / "sweep-smoke-suite.yaml"
 
 
 @pytest.fixture
-def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
+def lab_env(lab_host: LabHostState, tmp_path: Path) -> dict[str, str]:
     real = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "k26ctl" / "lab"
     state = tmp_path / "state"
     (state / "k26ctl").mkdir(parents=True)
@@ -34,7 +35,7 @@ def lab_env(lab_host, tmp_path: Path) -> dict[str, str]:
     return {"XDG_STATE_HOME": str(state)}
 
 
-def test_small_sweep_on_the_lab_host(lab_host, lab_env: dict[str, str], tmp_path: Path) -> None:
+def test_small_sweep_on_the_lab_host(lab_host: LabHostState, lab_env: dict[str, str], tmp_path: Path) -> None:
     sets = ["--set", f"host.lab={lab_host.name}", "--set", f"smoke.suite={SUITE}"]
     # what is live before the sweep: plain decoding
     first = run_k26ctl(

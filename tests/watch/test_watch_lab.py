@@ -107,7 +107,7 @@ def test_a_fault_switched_on_while_watching_fails_and_prometheus_alerts(tmp_path
         assert record["changed"] and record["recheck_of"]["verdict"] == "failing"
         assert record["evidence"]["probes"]["mismatches"] > 3
         prom_failing = prom.wait_for(failing_expr, 1.0)
-        firing = []
+        firing: list[dict[str, Any]] = []
         deadline = time.monotonic() + 60
         while not firing and time.monotonic() < deadline:
             firing = [
