@@ -104,6 +104,9 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     assert doc["server"]["version"] == "0.5.15"
     assert doc["probes"]["checked"] > 0 and doc["probes"]["mismatches"] == 0, doc["probes"]
     assert running_requests(real_host) == 0
+    # 0.5.15's load endpoints (0.5.23 has /v1/loads instead: the last test)
+    assert httpx.get(url(real_host, "/get_load"), timeout=30).status_code == 200
+    assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
 
 
 def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_then_healthy_again(
@@ -196,10 +199,7 @@ def test_untrained_weights_answer_health_200_and_fail_smoke(real_host: Any) -> N
 def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real_host: Any) -> None:
     if "0.5.23" not in real_host.real_sglang:
         pytest.skip("real SGLang 0.5.23 not installed: run `bash scripts/bootstrap.sh --real-sglang`")
-    # 0.5.15 (from the test before or a fresh deploy): /get_load answers, /v1/loads does not
-    _ensure_good(real_host)
-    assert httpx.get(url(real_host, "/get_load"), timeout=30).status_code == 200
-    assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
+    # from whatever the test before left (0.5.15's /get_load and missing /v1/loads: the first test)
     code, doc = k26_json("deploy", NEWER, *sets(real_host), "--yes", "--smoke")
     assert code == 0, doc.get("message") or doc
     assert doc["smoke"]["server"]["version"] == "0.5.23"
