@@ -63,6 +63,13 @@ class UnitState:
 class ProbeResult:
     ok: bool
     detail: str  # what the probe saw: "200", "503", "connection refused", "model x not served", ...
+    # /v1/models answered 200 with a list that lacks the profile's served name: SGLang sets the name
+    # once at start-up (or renames it to the new path on /update_weights_from_disk), so waiting will
+    # not change it
+    wrong_model: bool = False
+
+
+WRONG_MODEL_PROBES = 3  # consecutive answers naming other models before readiness stops waiting
 
 
 class OutcomeKind(str, enum.Enum):
@@ -120,6 +127,7 @@ class ReadinessMachine:
     _fatal_deadline: float | None = None
     _fatal_reason: str = ""
     _pending_kind: str = ""  # "line": a fatal journal line; "unit": the unit state said so
+    _wrong_model: int = 0  # consecutive probes that found other models served
     _burst_from: float = 0.0
     _burst_until: float = 0.0
     last_unit: UnitState | None = None
@@ -220,6 +228,15 @@ class ReadinessMachine:
             return self.outcome
         self.last_probe = result
         self.probes += 1
+        self._wrong_model = self._wrong_model + 1 if result.wrong_model else 0
+        if self._wrong_model >= WRONG_MODEL_PROBES:
+            return self._fail(
+                f"the server is up but does not serve the profile's model: {result.detail}; a "
+                "different --served-model-name, or weights swapped at runtime (SGLang's "
+                "/update_weights_from_disk renames the model to the new path): `k26ctl deploy --force` "
+                "restarts it as the profile says",
+                now,
+            )
         if result.ok:
             self.outcome = Outcome(OutcomeKind.READY, "all readiness probes passed", at=now)
             return self.outcome

@@ -128,12 +128,13 @@ class HttpProber:
             if status != 200:
                 return ProbeResult(False, f"{path}: HTTP {status}")
             if path.rstrip("/").endswith("/v1/models"):
-                problem = self._check_models(body)
+                problem, wrong_model = self._check_models(body)
                 if problem:
-                    return ProbeResult(False, f"{path}: {problem}")
+                    return ProbeResult(False, f"{path}: {problem}", wrong_model=wrong_model)
         return ProbeResult(True, "ok")
 
-    def _check_models(self, body: bytes) -> str | None:
+    def _check_models(self, body: bytes) -> tuple[str | None, bool]:
+        """What is wrong with the model list (None: nothing), and whether it names other models."""
         from k26ctl.jsonsafe import loads
         from k26ctl.smoke.responses import ModelList, parse_answer
         from k26ctl.termsafe import clean
@@ -141,10 +142,10 @@ class HttpProber:
         try:
             ids = [card.id for card in parse_answer(ModelList, loads(body)).data]
         except ValueError as exc:
-            return f"not a model list ({clean(exc, limit=120)})"
+            return f"not a model list ({clean(exc, limit=120)})", False
         if self._model not in ids:
-            return f"model {self._model!r} not served (serving {clean(ids, limit=200)})"
-        return None
+            return f"model {self._model!r} not served (serving {clean(ids, limit=200)})", bool(ids)
+        return None, False
 
 
 _WAKE = object()  # queued by JournalFeed.wake(): not an entry, only ends a wait in get()

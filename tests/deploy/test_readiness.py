@@ -225,3 +225,25 @@ def test_the_target_models_load_time_is_kept_not_the_drafts() -> None:
     for rank in range(2):
         m.on_journal(f"[x TP{rank}] Load weight end. elapsed=4.10 s, type=DFlashDraftModel", 102.0)
     assert m.reported_load_seconds == 371.22
+
+
+def test_a_server_that_keeps_naming_other_models_fails_at_the_third_probe_not_at_the_timeout() -> None:
+    renamed = ProbeResult(
+        False, "/v1/models: model 'k26' not served (serving ['/opt/models/k26'])", wrong_model=True
+    )
+    m = machine()
+    assert m.on_probe(renamed, 101.0) is None
+    assert m.on_probe(NOT_YET, 102.0) is None  # not consecutive: the count starts again
+    assert m.on_probe(renamed, 103.0) is None and m.on_probe(renamed, 104.0) is None
+    out = m.on_probe(renamed, 105.0)
+    assert out is not None and out.kind is OutcomeKind.FAILED
+    assert "does not serve the profile's model" in out.reason and "/opt/models/k26" in out.reason
+    assert "deploy --force" in out.reason
+
+
+def test_a_model_list_that_comes_right_is_ready() -> None:
+    renamed = ProbeResult(False, "/v1/models: model 'k26' not served (serving ['x'])", wrong_model=True)
+    m = machine()
+    assert m.on_probe(renamed, 101.0) is None and m.on_probe(renamed, 102.0) is None
+    out = m.on_probe(OK, 103.0)
+    assert out is not None and out.kind is OutcomeKind.READY

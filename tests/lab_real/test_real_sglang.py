@@ -109,40 +109,6 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
 
 
-def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_then_healthy_again(
-    real_host: Any,
-) -> None:
-    """No deploy and no restart: SGLang's own /update_weights_from_disk (it works on CPU) swaps the
-    serving weights for the untrained twin's behind the watcher's back, then back again."""
-    _ensure_good(real_host)
-    good_path = server_info(real_host)["model_path"]
-    garbage_path = GARBAGE.split("=", 1)[1]
-    watcher = spawn_k26ctl(
-        "watch", GOOD, *sets(real_host), "--interval", "10", "--json", "--rebaseline",
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    lines = WatchLines(watcher)
-    try:
-        healthy, _ = lines.until("healthy", timeout=300)
-        assert healthy["baseline_recorded"] is True and healthy["requests"] > 0, healthy
-        swap_weights(real_host, garbage_path)
-        assert httpx.get(url(real_host, "/health"), timeout=60).status_code == 200
-        failing, _ = lines.until("failing", timeout=300)
-        assert failing["recheck_of"]["verdict"] == "failing" and failing["reasons"], failing
-        swap_weights(real_host, good_path)
-        lines.until("healthy", timeout=300)
-    finally:
-        swap_weights(real_host, good_path)  # whatever happened, the next test gets the trained weights
-        watcher.send_signal(signal.SIGINT)
-        try:
-            watcher.wait(60)
-        except subprocess.TimeoutExpired:
-            watcher.kill()
-    states = [record.get("state") for record in lines.seen]
-    assert states.index("healthy") < states.index("failing") < len(states) - 1, states
-    assert states[-1] == "healthy", states
-
-
 def test_changed_flag_restarts_and_rollback_restores(real_host: Any) -> None:
     _ensure_good(real_host)
     code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.max_running_requests=4"), "--yes")
@@ -183,6 +149,51 @@ def test_start_up_failures_are_caught_from_the_real_server(real_host: Any) -> No
     journal = "\n".join(doc["journal_lines"])
     assert "Traceback (most recent call last):" in journal, journal
     assert "/opt/sglang/cpu-ops" in journal, journal
+
+
+def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_then_healthy_again(
+    real_host: Any,
+) -> None:
+    """No deploy and no restart: SGLang's own /update_weights_from_disk (it works on CPU) swaps the
+    serving weights for the untrained twin's behind the watcher's back, then back again."""
+    _ensure_good(real_host)
+    good_path = server_info(real_host)["model_path"]
+    garbage_path = GARBAGE.split("=", 1)[1]
+    watcher = spawn_k26ctl(
+        "watch", GOOD, *sets(real_host), "--interval", "10", "--json", "--rebaseline",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    lines = WatchLines(watcher)
+    try:
+        healthy, _ = lines.until("healthy", timeout=300)
+        assert healthy["baseline_recorded"] is True and healthy["requests"] > 0, healthy
+        swap_weights(real_host, garbage_path)
+        assert httpx.get(url(real_host, "/health"), timeout=60).status_code == 200
+        failing, _ = lines.until("failing", timeout=300)
+        assert failing["recheck_of"]["verdict"] == "failing" and failing["reasons"], failing
+        swap_weights(real_host, good_path)
+        lines.until("healthy", timeout=300)
+    finally:
+        swap_weights(real_host, good_path)  # whatever happened, the next test gets the trained weights
+        watcher.send_signal(signal.SIGINT)
+        try:
+            watcher.wait(60)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+    states = [record.get("state") for record in lines.seen]
+    assert states.index("healthy") < states.index("failing") < len(states) - 1, states
+    assert states[-1] == "healthy", states
+
+    # SGLang renames the served model to the new path on a swap: a deploy that changes nothing must say
+    # so at once (not wait out readiness.timeout for a name that will not come back)
+    served = [card["id"] for card in httpx.get(url(real_host, "/v1/models"), timeout=30).json()["data"]]
+    assert served == [good_path], served
+    started = time.monotonic()
+    code, doc = k26_json("deploy", GOOD, *sets(real_host), "--yes")
+    assert code == 1 and doc["failure"] == "readiness" and doc["restarted"] is False, doc
+    assert "does not serve the profile's model" in doc["message"] and good_path in doc["message"], doc
+    assert time.monotonic() - started < 120, "waited for the name instead of failing on it"
+    # (the next test deploys the untrained model: a changed unit, so a restart, which restores the name)
 
 
 def test_untrained_weights_answer_health_200_and_fail_smoke(real_host: Any) -> None:
