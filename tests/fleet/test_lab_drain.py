@@ -1,4 +1,5 @@
-"""The lab server drains on SIGTERM as SGLang does: /health 503, running requests finish, then exit."""
+"""The lab server drains on SIGTERM as SGLang does: /health 503, running requests finish, then its own
+SIGKILL."""
 
 from __future__ import annotations
 
@@ -49,9 +50,10 @@ def test_sigterm_answers_health_503_and_finishes_running_requests(tmp_path: Path
         assert proc.poll() is None
         worker.join(300)
         assert answer == {"status": 200, "tokens": 1200}  # the running request finished in full
-        assert proc.wait(30) == 0
+        assert proc.wait(30) == -signal.SIGKILL  # as SGLang ends its drain: kill_process_tree on itself
         text = server.log()
         assert "Gracefully exiting... Remaining number of requests 1." in text
+        assert "kill_process_tree called" in text
     finally:
         if proc.poll() is None:
             proc.kill()
