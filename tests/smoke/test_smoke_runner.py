@@ -166,6 +166,20 @@ def test_expectation_failure_and_warn_severity() -> None:
     assert any(r.verdict == "warn" for r in report.results if r.prompt_id == "json")
 
 
+def test_a_sampled_answer_that_misses_its_expectation_is_reported_not_failed() -> None:
+    """Real SGLang samples anew on every run (the seed counts only under deterministic inference): a
+    wrong fact at temperature 0.7 is a warning; the same miss at temperature 0 still fails."""
+    with FakeSGLang(with_override("think", lambda: "The answer is four hundred.")) as fake:
+        sampled_only = run(fake, parse_suite({**SUITE_DATA, "temperatures": [0.7]}))
+        both = run(fake)
+    assert sampled_only.passed, sampled_only.summary()
+    warned = [f for r in sampled_only.results if r.prompt_id == "think" for f in r.findings]
+    assert [(f.detector, f.severity) for f in warned] == [("expect.answer", "warn")], warned
+    assert "temperature 0.7" in warned[0].message
+    assert not both.passed  # the temperature-0 copies miss it too, and those fail
+    assert {r.temperature for r in both.failed_results if r.prompt_id == "think"} == {0.0}
+
+
 def test_expectations_switched_off_by_suite_or_option() -> None:
     wrong = with_override("think", lambda: "The answer is four hundred.")
     with FakeSGLang(wrong) as fake:
