@@ -40,6 +40,7 @@ DEFAULT_SSH_CONFIG = "~/.ssh/config"
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
 KEEPALIVE_SECONDS = 15
+CLOSE_WAIT_SECONDS = 5.0  # a channel's close, before a silent link counts as lost (_close_channel)
 # What paramiko raises when the connection under a call is gone (a reset, a closed socket, a dead
 # transport); EOFError comes from its packet writer when a send finds the socket broken.
 LINK_ERRORS = (paramiko.SSHException, OSError, EOFError)
@@ -563,7 +564,23 @@ def _pipe(conn: socket.socket, chan: paramiko.Channel, stop: threading.Event) ->
 def _close_channel(channel: paramiko.Channel) -> None:
     """Close a channel whose work is over. paramiko sends the close message at once and raises
     EOFError when the connection broke in the meantime (a reset its reader thread has not seen yet):
-    what the channel carried is already known, and the next call on the connection finds the break."""
+    what the channel carried is already known, and the next call on the connection finds the break.
+
+    Over a link that went silent (no reset) with a full send buffer, that message cannot be written
+    until TCP gives up, minutes later. The close gets CLOSE_WAIT_SECONDS; then the connection is
+    taken as lost and its socket shut, which ends every write blocked on it."""
+    closer = threading.Thread(target=_close_quietly, args=(channel,), daemon=True)
+    closer.start()
+    closer.join(CLOSE_WAIT_SECONDS)
+    if closer.is_alive():
+        transport = channel.get_transport()
+        sock = getattr(transport, "sock", None)
+        if isinstance(sock, socket.socket):
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+def _close_quietly(channel: paramiko.Channel) -> None:
     with suppress(*LINK_ERRORS):
         channel.close()
 
