@@ -9,7 +9,6 @@ from typing import Any
 from k26ctl.deploy.plan import PatchChange
 from k26ctl.deploy.readiness import UnitState
 from k26ctl.deploy.wait import read_unit_state
-from k26ctl.errors import RemoteCommandError
 from k26ctl.patches.host import apply_patches, revert_patches
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host, WriteResult
@@ -55,15 +54,12 @@ def restart_service(
     """Restart; `cursor` may have been taken earlier (any time after the lock and before this)."""
     if cursor is None:
         cursor = systemd.cursor_now()
-    try:
-        systemd.restart()
-    except RemoteCommandError as exc:
-        # Deliberate restarts count against StartLimitBurst like crashes do; a deploy is not a crash
-        # loop, so clear the counter (and a failed state) and try once more.
-        if "too often" not in exc.message and "start-limit" not in exc.stderr:
-            raise
-        systemd.reset_failed()
-        systemd.restart()
+    # Deliberate restarts count against StartLimitBurst like crashes do; a deploy is not a crash loop,
+    # so the counter (and a failed state) is cleared first. Waiting for systemctl to say "start request
+    # repeated too quickly" is not enough: SGLang ends by its own SIGKILL after a SIGTERM drain, the
+    # stop leaves Result=signal, and systemctl then blames "a fatal signal" for the refused start.
+    systemd.reset_failed()
+    systemd.restart()
     # An old process (running, stopping, or crash-looping in auto-restart) may still log after the
     # cursor: its lines are ignored until systemd says the new one started.
     quiet = before.active_state in ("inactive", "failed")

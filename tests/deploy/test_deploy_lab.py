@@ -215,3 +215,18 @@ def test_patches_apply_reapply_noop_and_revert_by_rollback(lab_host: Any) -> Non
     assert logs.returncode == 0
     entries = [json.loads(line) for line in logs.stdout.splitlines()]
     assert len(entries) == 5 and all("message" in e and e["cursor"] for e in entries)
+
+
+def test_deliberate_restarts_in_a_row_are_not_refused_by_the_start_limit(lab_host: Any) -> None:
+    """The lab profile allows 3 starts in 300 s (StartLimitBurst), as production ones do against crash
+    loops. A server that ends by its own SIGKILL after the SIGTERM drain (SGLang does) leaves
+    Result=signal, and systemctl then reports a start refused by that limit as "a fatal signal was
+    delivered"; a deploy clears the counter before it restarts, so the fourth restart in a minute runs."""
+    pids = []
+    for round_ in range(4):
+        code, doc = k26_json("deploy", PATCHED, *lab_sets(lab_host), "--yes", "--no-smoke", "--force")
+        assert code == 0, (round_, doc.get("message"), doc.get("journal_lines"))
+        assert doc["restarted"] is True, doc
+        with lab_connection(PATCHED, lab_host) as (_host, systemd, _profile):
+            pids.append(main_pid(systemd))
+    assert len(set(pids)) == 4, pids  # four servers, one after another
