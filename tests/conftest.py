@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from k26ctl.lab.host import LabHostState
-from tests.support import tiers
+from tests.support import lanes, tiers
 from tests.support.hosts import lab_host_name
 
 
@@ -19,12 +19,31 @@ def pytest_configure(config: pytest.Config) -> None:
     reset to its default in every child, where Python installs its own handler again."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    tiers.configure(config)
+    _load_hypothesis_profile()
+
+
+def _load_hypothesis_profile() -> None:
+    """Property tests try the same inputs on every run (derandomized, no example database), so one
+    fails only where the code changed, never by the luck of a draw; `tiers.examples` sets how many."""
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "k26ctl",
+        derandomize=True,
+        database=None,
+        deadline=None,
+        max_examples=tiers.examples(100),
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile("k26ctl")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks the fast tier (`-m fast`) before `-m` selects: tests/support/tiers.py."""
     tiers.classify(items)
+    lanes.assign(items)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -7,7 +7,6 @@ exceeds the block size 8: between 7 (good) and 16 (bad) the first bad budget is 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import threading
@@ -20,6 +19,7 @@ import pytest
 from k26ctl.lab.host import LabHostState
 from k26ctl.resources import profiles_dir
 from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.hosts import state_env_with_lab_hosts
 
 pytestmark = [pytest.mark.labhost, pytest.mark.lab]
 
@@ -30,13 +30,8 @@ SUITE = Path(__file__).with_name("lab-bisect-suite.yaml")
 
 @pytest.fixture
 def lab_env(lab_host: LabHostState, tmp_path: Path) -> dict[str, str]:
-    """Bisect state in a temporary XDG state dir; the lab host's own state is linked in, so that
-    host.lab=NAME still resolves."""
-    real = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "k26ctl" / "lab"
-    state = tmp_path / "state"
-    (state / "k26ctl").mkdir(parents=True)
-    (state / "k26ctl" / "lab").symlink_to(real)
-    return {"XDG_STATE_HOME": str(state)}
+    """Bisect state in a temporary XDG state dir, the lab hosts' state linked in."""
+    return state_env_with_lab_hosts(tmp_path)
 
 
 def _html(page: Path) -> list[str]:

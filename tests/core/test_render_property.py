@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from k26ctl.errors import ConfigError
@@ -14,6 +14,7 @@ from k26ctl.profile import profile_from_data
 from k26ctl.render import render_launch, render_unit
 from k26ctl.unitfile import environment_from_unit, exec_start_argv, unit_settings
 from k26ctl.validate import validate_profile
+from tests.support.tiers import examples
 
 # Printable text weighted towards the characters systemd treats specially, so most examples get as far
 # as the unit; `poisoned` (below) puts a control character into one field of some examples.
@@ -133,7 +134,7 @@ POISONABLE = [
 ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300))
 @given(profile_data())
 def test_render_gives_exact_argv_or_a_clean_error(data: dict[str, Any]) -> None:
     try:
@@ -156,7 +157,7 @@ def test_render_gives_exact_argv_or_a_clean_error(data: dict[str, Any]) -> None:
     assert {s for s, _, _ in found} == {"Unit", "Service", "Install"}
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150))
 @given(profile_data())
 def test_validation_never_crashes(data: dict[str, Any]) -> None:
     try:

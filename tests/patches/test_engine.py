@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from k26ctl.errors import ConfigError, PatchError
 from k26ctl.patches import State, apply_text, evaluate, load_patches, revert_text, select_patches
 from k26ctl.patches.model import Patch, load_patch_file, parse_patch
+from tests.support.tiers import examples
 
 SOURCE = """class Backend:
     def __init__(self, runner):
@@ -209,7 +210,7 @@ def test_shipped_set_loads_and_unknown_names_get_a_suggestion() -> None:
     assert info.value.hint == "did you mean 'triton-ddtree-verify-width'?"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     before=st.lists(st.sampled_from(["a = 1", "    b = 2", "", "# c", "anchor_x = 0"]), max_size=8),
     after=st.lists(st.sampled_from(["a = 1", "    b = 2", "", "# c"]), max_size=8),

@@ -18,8 +18,9 @@ def deployed(lab_host):
 
 def pytest_deselected(items):
     for item in items:
-        marks = sorted({m.name for m in item.iter_markers()})
-        print(f"DESELECTED {item.nodeid.split('::', 1)[1]} {','.join(marks)}")
+        marks = sorted({m.name for m in item.iter_markers()} - {"xdist_group"})
+        lane = item.get_closest_marker("xdist_group")
+        print(f"DESELECTED {item.nodeid.split('::', 1)[1]} {','.join(marks)} {lane and lane.args[0]}")
 """
 
 TESTS = """
@@ -73,7 +74,10 @@ def test_the_fast_tier_is_every_test_without_a_lab_marker_or_fixture(pytester: p
     result = pytester.runpytest("-m", "fast", "--collect-only", "-q", "-s", "-p", "no:cacheprovider")
     selected = {line.split("::", 1)[1] for line in result.outlines if line.startswith("test_")}
     assert selected == {"test_plain"}, result.outlines
-    deselected = dict(line.split()[1:3] for line in result.outlines if line.startswith("DESELECTED "))
+    lines = [line.split() for line in result.outlines if line.startswith("DESELECTED ")]
+    deselected = {name: marks for _, name, marks, _ in lines}
+    # outside the fast tier every test has a lane (tests/support/lanes.py): here, outside tests/, "other"
+    assert {lane for *_, lane in lines} == {"other"}, result.outlines
     assert {name: set(marks.split(",")) for name, marks in deselected.items()} == {
         "test_marked_lab": {"lab"},
         "test_marked_labhost": {"labhost"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from k26ctl.lab.host import LabHostState
@@ -18,9 +19,22 @@ def lab_host_name(suffix: str = "") -> str:
     """The test session's lab host (K26CTL_TEST_LAB, or one unique to this run); with `suffix`, the name
     of another lab host of this run (`NAME-SUFFIX`, kept within the 40 characters a name may have)."""
     base = os.environ.get("K26CTL_TEST_LAB") or _RUN_NAME
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # each worker's lanes have hosts of their own
+    if worker and os.environ.get("K26CTL_TEST_LAB"):
+        base = f"{base[:34]}-{worker}"
     if not suffix:
         return base
     return f"{base[: 39 - len(suffix)]}-{suffix}"
+
+
+def state_env_with_lab_hosts(tmp_path: Path) -> dict[str, str]:
+    """An XDG_STATE_HOME of a test's own (its bisect or sweep sessions, histories) into which the lab
+    hosts' state is linked, so that host.lab=NAME still resolves."""
+    real = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "k26ctl" / "lab"
+    state = tmp_path / "state"
+    (state / "k26ctl").mkdir(parents=True)
+    (state / "k26ctl" / "lab").symlink_to(real)
+    return {"XDG_STATE_HOME": str(state)}
 
 
 def lab_profile(state: LabHostState, **sections: Any) -> Profile:

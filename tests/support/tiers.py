@@ -24,6 +24,23 @@ FIXTURE_MARKERS = {
 }
 
 _current: pytest.Item | None = None
+_fast_run = False
+
+
+def configure(config: pytest.Config) -> None:
+    """Note whether this run is the fast tier alone (`-m fast`), the edit-test loop."""
+    global _fast_run
+    _fast_run = (config.getoption("markexpr", "") or "").replace(" ", "") == "fast"
+
+
+def fast_run() -> bool:
+    return _fast_run
+
+
+def examples(full: int) -> int:
+    """How many inputs a property test tries: `full` in the whole suite (CI), a fifth of it (at least
+    10) in a fast-tier run, where a quick answer is the point; the inputs are the same on every run."""
+    return max(10, full // 5) if _fast_run else full
 
 
 def classify(items: Iterable[pytest.Item]) -> None:
