@@ -21,14 +21,13 @@ from k26ctl.bisect.logfile import SPEC_MARK, STEP_MARK, parse_log
 from k26ctl.errors import ConfigError
 from k26ctl.termsafe import is_clean
 from tests.support.cli import cli_env, run_in_process
+from tests.support.tiers import examples
 
 from .helpers import LAB_PROFILES, REPO, assert_clean_failure
 
 FUZZ = settings(
-    max_examples=25,
-    deadline=None,
+    max_examples=examples(25),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    derandomize=True,
 )
 PROFILE = str(LAB_PROFILES / "ddtree-b7.yaml")
 SECTIONS = ["host", "service", "sglang", "spec", "readiness", "smoke"]

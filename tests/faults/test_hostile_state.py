@@ -24,16 +24,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from k26ctl.errors import ConfigError
+from tests.support.tiers import examples
 
-settings.register_profile(
-    "hostile-state",
-    max_examples=40,
-    deadline=None,
-    derandomize=True,  # the same inputs on every run: never red by chance
-    database=None,
+# derandomized, no database, no deadline: the suite's profile (tests/conftest.py)
+STATE = settings(
+    max_examples=examples(40),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-STATE = settings.get_profile("hostile-state")
 TRIED: Counter[str] = Counter()
 OUTCOMES: Counter[str] = Counter()  # "read" / "refused": both must occur, or the damage misses
 

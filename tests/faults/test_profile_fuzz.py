@@ -18,15 +18,14 @@ from pydantic import BaseModel
 
 from k26ctl.profile import Profile
 from tests.support.cli import CliResult, run_in_process
+from tests.support.tiers import examples
 
 from .helpers import LAB_PROFILES, REPO, assert_clean_failure
 
 ALLOWED = (0, 2, 78)
 FUZZ = settings(
-    max_examples=150,
-    deadline=None,
+    max_examples=examples(150),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    derandomize=True,
 )
 
 
