@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +20,9 @@ import pytest
 from k26ctl.deploy import deploy
 from k26ctl.deploy.model import DeployEvent, DeployOptions
 from k26ctl.profile import load_profile
+from tests.support.cli import k26_json as cli_k26_json
 from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.hosts import state_env_with_lab_hosts
 from tests.support.watch_lines import WatchLines
 
 from .realserver import (
@@ -205,6 +208,39 @@ def test_untrained_weights_answer_health_200_and_fail_smoke(real_host: Any) -> N
     detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
     assert detectors, doc["smoke"]["summary"]
     assert "/health=200" in doc["smoke"]["summary"]
+
+
+def test_bisect_between_the_good_and_the_untrained_profile_names_the_weights_then_reset(
+    real_host: Any, tmp_path: Path
+) -> None:
+    """Set mode on the real server. The bad profile differs from the good one in two keys, the weights
+    (untrained) and a harmless max_running_requests; each step deploys a subset and smoke judges it.
+    `reset` puts back what was live before the search: the untrained server the test before left."""
+    bad = tmp_path / "two-changes.yaml"
+    bad.write_text(
+        f"extends: {GOOD}\nname: k26real-two-changes\n"
+        f"sglang:\n  model_path: {GARBAGE.split('=', 1)[1]}\n  max_running_requests: 4\n"
+    )
+    state = state_env_with_lab_hosts(tmp_path)
+    started = time.monotonic()
+    code, doc = cli_k26_json(
+        "bisect-config",
+        "--good-profile",
+        GOOD,
+        "--bad-profile",
+        str(bad),
+        *sets(real_host),
+        "--yes",
+        timeout=1500,
+        env=state,
+    )
+    assert code == 0, doc
+    assert sorted(doc["changed_keys"]) == ["sglang.max_running_requests", "sglang.model_path"], doc
+    assert doc["culprit_keys"] == ["sglang.model_path"], doc
+    print(f"\nreal set search: {doc['restarts']} restarts, {time.monotonic() - started:.0f} s")
+    reset = run_k26ctl("bisect-config", "reset", "--yes", env=state, timeout=900)
+    assert reset.returncode == 0, reset.output[-2000:]
+    assert server_info(real_host)["model_path"] == GARBAGE.split("=", 1)[1]
 
 
 def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real_host: Any) -> None:
