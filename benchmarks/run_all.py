@@ -3,6 +3,12 @@
 
     python3 benchmarks/run_all.py                 # all comparisons, table on stdout
     python3 benchmarks/run_all.py --rounds 3 --readme   # also rewrite the table in benchmarks/README.md
+    python3 benchmarks/run_all.py --real --rounds 2     # the deploy rows against real SGLang 0.5.15
+
+With --real the lab host serves the real SGLang release (bootstrap.sh --real-sglang installs it) and the
+profile is profiles/lab/sglang.yaml: the same contenders and the same subtraction, with the real server's
+70-110 s start-up as the load time. The stand-in's fault and bisect rows and the companions are left out
+(their faults and budgets are the stand-in's).
 
 Deploy overhead is the wall time of a deploy that changes the unit (upload + daemon-reload + restart +
 readiness) minus the server's own load time, which is read from the host for every run: from systemd's
@@ -762,7 +768,8 @@ def update_readme(markdown: str, start: str = TABLE_START, end: str = TABLE_END)
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lab", default="t-bench", help="lab host name (brought up if needed)")
-    parser.add_argument("--profile", default=str(REPO / "profiles" / "lab" / "none.yaml"))
+    parser.add_argument("--profile", help="default: profiles/lab/none.yaml, or sglang.yaml with --real")
+    parser.add_argument("--real", action="store_true", help="real SGLang 0.5.15 instead of the stand-in")
     parser.add_argument("--rounds", type=int, default=5, help="changed deploys per tool")
     parser.add_argument(
         "--slow-rounds", type=int, default=2, help="rounds of the 15-s loop (about 18 s each)"
@@ -794,6 +801,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(matrix)
         return 0
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    if args.real:
+        skip |= {"failure", "bisect", "companions"}
+    args.profile = args.profile or str(
+        REPO / "profiles" / "lab" / ("sglang.yaml" if args.real else "none.yaml")
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = Report(
@@ -806,9 +818,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from k26ctl.render import unit_name
 
     log(f"lab host {args.lab}")
-    lab = lab_up(args.lab)
+    if args.real:
+        from k26ctl.lab.real.releases import RELEASES
+
+        lab = lab_up(args.lab, real_sglang=RELEASES[:1])
+        report.machine["server"] = f"real SGLang {RELEASES[0]} (CPU)"
+        base = [f"host.lab={args.lab}"]
+    else:
+        lab = lab_up(args.lab)
+        report.machine["server"] = "the lab stand-in"
+        base = [f"host.lab={args.lab}", f"service.environment.K26LAB_LOAD_SECONDS={args.load_seconds:g}"]
     shell = LabShell(lab)
-    base = [f"host.lab={args.lab}", f"service.environment.K26LAB_LOAD_SECONDS={args.load_seconds:g}"]
     profile = load_profile(args.profile, base).profile
     serial = iter(range(int(time.time() * 1000) % 10**9, 10**12))
     with tempfile.TemporaryDirectory(prefix="k26bench-") as tmp:
