@@ -12,13 +12,27 @@ NAME_HELP = "Fleet name (its hosts are NAME-1..NAME-N)."
 def up(
     size: int = typer.Option(3, "--size", help="How many lab hosts (1-8)."),
     name: str = typer.Option("k26fleet", "--name", "-n", help=NAME_HELP),
-    profile: str = typer.Option("lab/ddtree-b7.yaml", "--profile", help="Shipped lab profile to start with."),
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        help="Shipped lab profile to start with: lab/ddtree-b7.yaml, or lab/sglang.yaml with --real.",
+    ),
+    real: bool = typer.Option(
+        False, "--real", help="Members serve real SGLang 0.5.15 (as `lab host up --real`), 2.5 GiB each."
+    ),
     as_json: bool = json_option(),
 ) -> None:
     """Boot the hosts, start the router (127.0.0.1), deploy PROFILE everywhere, register the workers."""
     from k26ctl.lab.fleet import lab_fleet_up
+    from k26ctl.lab.real.releases import RELEASES
 
-    state = lab_fleet_up(name, size, profile=profile, on_progress=lambda m: typer.echo(m, err=True))
+    state = lab_fleet_up(
+        name,
+        size,
+        profile=profile or ("lab/sglang.yaml" if real else "lab/ddtree-b7.yaml"),
+        real_sglang=RELEASES[:1] if real else (),
+        on_progress=lambda m: typer.echo(m, err=True),
+    )
     if as_json:
         print_json(state.__dict__)
         return

@@ -134,7 +134,7 @@ class HostMember:
         for attempt in range(2):
             try:
                 base = self._worker_base()
-                return _read_load(base)
+                return read_worker_load(base)
             except (TransportFailure, DeadlineExceeded):
                 return None  # refused, reset, timed out: the server is not serving requests
             except (K26Error, OSError, EOFError):
@@ -189,7 +189,7 @@ def read_host_record(host: Host, service: str, limit: int = 20) -> list[dict[str
 MAX_LOAD_BODY = 16 << 20  # /metrics of a large deployment is a few hundred KB
 
 
-def _read_load(base: str) -> int:
+def read_worker_load(base: str) -> int:
     """Requests running or queued on the worker at `base`. `TransportFailure`/`DeadlineExceeded`
     when it does not answer; K26Error when it answers but neither endpoint tells its load."""
     with BoundedClient(base, timeout=5.0, max_body=MAX_LOAD_BODY) as client:

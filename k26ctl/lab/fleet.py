@@ -104,9 +104,11 @@ def lab_fleet_up(
     size: int = 3,
     *,
     profile: str = DEFAULT_PROFILE,
+    real_sglang: tuple[str, ...] = (),
     on_progress: Callable[[str], None] = lambda _m: None,
 ) -> LabFleetState:
-    """Boot `size` lab hosts, start the router, deploy `profile` everywhere, register the workers."""
+    """Boot `size` lab hosts, start the router, deploy `profile` everywhere, register the workers.
+    `real_sglang`: the real SGLang releases each host serves next to the stand-in (lab_up's)."""
     check_name(name)
     if not 1 <= size <= 8:
         raise UsageError("--size must be between 1 and 8", "each member is a lab host with its own server")
@@ -130,7 +132,7 @@ def lab_fleet_up(
         urls = []
         for host in hosts:
             on_progress(f"lab host {host}: booting")
-            urls.append(f"http://{lab_up(host).address}:{WORKER_PORT}")
+            urls.append(f"http://{lab_up(host, real_sglang=real_sglang).address}:{WORKER_PORT}")
         fleet_file = write_fleet_file(sdir, name, hosts, urls, _shipped_profile(profile), router_url)
         on_progress(f"router: starting on {router_url}")
         log = sdir / "router.log"

@@ -131,18 +131,18 @@ def test_a_registration_answer_of_another_shape_is_a_router_error(stub) -> None:
 
 def test_a_workers_load_is_read_bounded_and_wrong_answers_are_not_a_load(fault) -> None:  # type: ignore[no-untyped-def]
     from k26ctl.errors import K26Error
-    from k26ctl.fleet.members import _read_load
+    from k26ctl.fleet.members import read_worker_load
     from k26ctl.httpsafe import DeadlineExceeded
 
     from .stub_worker import StubWorker
 
     worker = StubWorker()
     try:
-        assert _read_load(worker.url) == 0  # SGLang's /get_load shape
+        assert read_worker_load(worker.url) == 0  # SGLang's /get_load shape
     finally:
         worker.close()
     for mode in ("endless", "wrong-types", "deep-json"):  # neither endpoint usable: not known drained
         with pytest.raises(K26Error, match="neither /get_load nor /metrics"):
-            _read_load(fault(mode))
+            read_worker_load(fault(mode))
     with pytest.raises(DeadlineExceeded):  # the caller counts this as "not serving"
-        _read_load(fault("slow-body"))
+        read_worker_load(fault("slow-body"))

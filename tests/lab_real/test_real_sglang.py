@@ -19,6 +19,7 @@ import pytest
 
 from k26ctl.deploy import deploy
 from k26ctl.deploy.model import DeployEvent, DeployOptions
+from k26ctl.fleet.members import read_worker_load
 from k26ctl.profile import load_profile
 from tests.support.cli import k26_json as cli_k26_json
 from tests.support.cli import run_k26ctl, spawn_k26ctl
@@ -96,6 +97,7 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     with BusyServer(real_host) as busy:  # within the 2048 context
         refused = httpx.post(url(real_host, "/flush_cache"), timeout=30)
         assert refused.status_code == 400 and "Flush cache failed" in refused.text, refused.text
+        assert read_worker_load(url(real_host, "")) >= 1  # what a fleet drain reads: 0.5.15's /get_load
         code, doc = k26_json("smoke", GOOD, *sets(real_host), "--set", f"smoke.suite={QUICK}")
     assert not busy.errors and set(busy.statuses) <= {200}, (busy.errors, busy.statuses)  # aborts end in 200
     assert doc["probes"]["flushed"] is False, doc["probes"]
@@ -106,7 +108,7 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     assert code == 0, doc["summary"]
     assert doc["server"]["version"] == "0.5.15"
     assert doc["probes"]["checked"] > 0 and doc["probes"]["mismatches"] == 0, doc["probes"]
-    assert running_requests(real_host) == 0
+    assert running_requests(real_host) == 0 and read_worker_load(url(real_host, "")) == 0
     # 0.5.15's load endpoints (0.5.23 has /v1/loads instead: the last test)
     assert httpx.get(url(real_host, "/get_load"), timeout=30).status_code == 200
     assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
@@ -255,3 +257,10 @@ def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real
     assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code == 200
     metrics = httpx.get(url(real_host, "/metrics"), timeout=30).text
     assert "sglang:num_running_reqs" in metrics and "sglang:num_queue_reqs" in metrics
+    # a fleet drain reads 0.5.23's load from /metrics: busy at least the request in flight, then 0
+    with BusyServer(real_host, tokens=(1500,)):
+        assert read_worker_load(url(real_host, "")) >= 1
+    deadline = time.monotonic() + 120  # the gauge follows the scheduler's next step
+    while read_worker_load(url(real_host, "")) != 0:
+        assert time.monotonic() < deadline, "0.5.23's /metrics never showed the server idle"
+        time.sleep(0.5)

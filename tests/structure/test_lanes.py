@@ -17,10 +17,11 @@ from tests.conftest import pytest_collection_modifyitems
 """
 
 
-def test_named_prefixes_are_directories_and_real_sglang_runs_first() -> None:
+def test_named_prefixes_are_directories_or_files_and_the_real_lanes_run_first() -> None:
     for prefix, _ in LANES:
-        assert (REPO / prefix).is_dir(), prefix
-    assert lane_of("tests/lab_real/test_real_sglang.py::test_x") == ORDER[0] == "real-sglang"
+        assert (REPO / prefix).is_dir() if prefix.endswith("/") else (REPO / prefix).is_file(), prefix
+    assert lane_of("tests/lab_real/test_real_fleet.py::test_x") == ORDER[0] == "real-fleet"
+    assert lane_of("tests/lab_real/test_real_sglang.py::test_x") == ORDER[1] == "real-sglang"
     assert lane_of("tests/structure/test_lanes.py::test_y") == "other" == ORDER[-1]
 
 

@@ -1,11 +1,12 @@
 """Lanes: how the suite spreads over pytest-xdist workers (README's `-n 4 --dist loadgroup`).
 
 Every test that needs a lab host, a lab server or a real SGLang server runs in the lane of its file's
-directory, all of a lane on one worker, in collection order: a lane's session and module fixtures (its
-lab host, its real-SGLang host, its lab servers) come up once on that worker and are shared by the
-lane's tests, as in a run on one worker. Lanes never share a host: each worker's hosts have names of
-their own (tests/support/hosts.py). Fast tests have no lane; whichever worker is free takes them one at
-a time, which fills the time the lanes spend waiting on servers.
+directory (or of the file itself, where it is named), all of a lane on one worker, in collection
+order: a lane's session and module fixtures (its lab host, its real-SGLang host, its lab servers) come
+up once on that worker and are shared by the lane's tests, as in a run on one worker. Lanes never
+share a host: each worker's hosts have names of their own (tests/support/hosts.py). Fast tests have
+no lane; whichever worker is free takes them one at a time, which fills the time the lanes spend
+waiting on servers.
 
 The suite is bound by CPU on two cores, so the order matters: the lanes start longest first (the
 order below, by their measured wall time), and the fast tests come last.
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import pytest
 
-# (directory prefix, lane), longest lane first; a directory not named here runs in the lane "other"
+# (path prefix, lane), longest lane first; a path not named here runs in the lane "other". The real
+# fleet has a lane of its own: its two real servers and the realsglang lane's one are the most that run.
 LANES: tuple[tuple[str, str], ...] = (
+    ("tests/lab_real/test_real_fleet.py", "real-fleet"),
     ("tests/lab_real/", "real-sglang"),
     ("tests/smoke/", "host-b"),
     ("tests/fleet/", "host-b"),
