@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,11 @@ import pytest
 from k26ctl.lab.host import LabHostState
 from tests.support import lanes, tiers
 from tests.support.hosts import lab_host_name
+
+# Test modules are compiled once and kept in __pycache__ (pytest's assertion rewrites included), as
+# bootstrap.sh does for k26ctl: where PYTHONDONTWRITEBYTECODE is set, each xdist worker of every run
+# would rewrite and compile all of them again, 7-10 s of CPU a worker.
+sys.dont_write_bytecode = False
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -18,7 +18,7 @@ from k26ctl.bisect.plan import Probe
 from k26ctl.bisect.session import Session, SessionSpec
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
 from k26ctl.bisect.verdict import AbortSearch, Verdict
-from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.cli import run_here, spawn_k26ctl
 
 KEY = "spec.ddtree.budget"
 PROFILE = str(Path(__file__).resolve().parents[2] / "profiles" / "ddtree-b16.yaml")
@@ -120,7 +120,7 @@ SEARCH = ["bisect-config", PROFILE, "--param", KEY, "--good", "7", "--bad", "16"
 
 
 def test_cli_json_result_and_log_replay_reset(tmp_path: Path, env: dict[str, str]) -> None:
-    done = run_k26ctl(*SEARCH, "--run", "test $K26_BISECT_VALUE -lt 8", "--json", env=env)
+    done = run_here(*SEARCH, "--run", "test $K26_BISECT_VALUE -lt 8", "--json", env=env)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert (doc["first_bad"], doc["last_good"]) == (8, 7)
@@ -128,18 +128,18 @@ def test_cli_json_result_and_log_replay_reset(tmp_path: Path, env: dict[str, str
     assert {"value", "verdict", "seconds"} <= set(doc["steps"][0])
     assert "bisect: step 1" in done.stderr  # progress on stderr, stdout is only the JSON
 
-    again = run_k26ctl(*SEARCH, "--run", "true", env=env)
+    again = run_here(*SEARCH, "--run", "true", env=env)
     assert again.returncode == 2 and "already exists" in again.stderr
 
-    log = run_k26ctl("bisect-config", "log", env=env)
+    log = run_here("bisect-config", "log", env=env)
     assert log.returncode == 0 and log.stdout.count("# k26-bisect-step ") == len(doc["steps"])
     (tmp_path / "log.txt").write_text(log.stdout)
-    log_doc = json.loads(run_k26ctl("bisect-config", "log", "--json", env=env).stdout)
+    log_doc = json.loads(run_here("bisect-config", "log", "--json", env=env).stdout)
     assert log_doc["session"] == "default" and log_doc["spec"]["param"] == KEY
     assert "original" not in log_doc["spec"]
     assert [s["assignment"][KEY] for s in log_doc["steps"]] == [s["value"] for s in doc["steps"]]
-    assert run_k26ctl("bisect-config", "reset", env=env).returncode == 0
-    replayed = run_k26ctl("bisect-config", "replay", str(tmp_path / "log.txt"), "--json", env=env)
+    assert run_here("bisect-config", "reset", env=env).returncode == 0
+    replayed = run_here("bisect-config", "replay", str(tmp_path / "log.txt"), "--json", env=env)
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["first_bad"] == 8
     assert "judging" not in replayed.stderr
@@ -148,8 +148,8 @@ def test_cli_json_result_and_log_replay_reset(tmp_path: Path, env: dict[str, str
 def test_cli_replay_of_an_edited_log_continues_the_search(tmp_path: Path, env: dict[str, str]) -> None:
     calls = tmp_path / "calls"
     run = f"echo $K26_BISECT_VALUE >> {calls}; test $K26_BISECT_VALUE -lt 8"
-    assert run_k26ctl(*SEARCH, "--run", run, env=env).returncode == 0
-    text = run_k26ctl("bisect-config", "log", env=env).stdout
+    assert run_here(*SEARCH, "--run", run, env=env).returncode == 0
+    text = run_here("bisect-config", "log", env=env).stdout
     # keep only the two end checks: the replay has to finish the search itself
     kept = [
         line
@@ -158,21 +158,21 @@ def test_cli_replay_of_an_edited_log_continues_the_search(tmp_path: Path, env: d
     ]
     (tmp_path / "log.txt").write_text("\n".join(kept) + "\n")
     calls.write_text("")
-    assert run_k26ctl("bisect-config", "reset", env=env).returncode == 0
+    assert run_here("bisect-config", "reset", env=env).returncode == 0
     log = str(tmp_path / "log.txt")
     # The command comes from a file: --yes alone never runs it; the refusal shows it and its directory.
-    refused = run_k26ctl("bisect-config", "replay", log, "--yes", "--json", env=env)
+    refused = run_here("bisect-config", "replay", log, "--yes", "--json", env=env)
     assert refused.returncode == 2, refused.stderr
     assert run in refused.stderr and os.getcwd() in refused.stderr
     assert "--run-recorded-command" in refused.stderr and "Traceback" not in refused.stderr
     # Allowed by the flag but without a terminal to confirm that exact command: still refused.
-    no_tty = run_k26ctl("bisect-config", "replay", log, "--run-recorded-command", "--yes", env=env)
+    no_tty = run_here("bisect-config", "replay", log, "--run-recorded-command", "--yes", env=env)
     assert no_tty.returncode == 2 and "needs a terminal" in no_tty.stderr
     assert calls.read_text() == ""
     # On a terminal, declining the shown command changes nothing; confirming it finishes the search.
     declined, transcript = _replay_on_a_terminal(log, env, answer="n")
     assert declined != 0 and run in transcript and calls.read_text() == ""
-    assert run_k26ctl("bisect-config", "reset", "--keep-deployment", env=env).returncode in (0, 2)
+    assert run_here("bisect-config", "reset", "--keep-deployment", env=env).returncode in (0, 2)
     code, transcript = _replay_on_a_terminal(log, env, answer="y")
     assert code == 0, transcript
     assert run in transcript and "first bad" in transcript.lower()
@@ -223,14 +223,14 @@ def _replay_on_a_terminal(log: str, env: dict[str, str], answer: str) -> tuple[i
 
 
 def test_cli_end_check_failure_stops_with_a_message(env: dict[str, str]) -> None:
-    failed = run_k26ctl(*SEARCH, "--run", "exit 1", env=env)
+    failed = run_here(*SEARCH, "--run", "exit 1", env=env)
     assert failed.returncode == 1
     assert "end check failed" in failed.stderr and "good end spec.ddtree.budget=7" in failed.stderr
     assert "Traceback" not in failed.stderr
 
 
 def test_cli_usage_errors(env: dict[str, str]) -> None:
-    no_run = run_k26ctl(
+    no_run = run_here(
         "bisect-config",
         PROFILE,
         "--param",
@@ -243,9 +243,9 @@ def test_cli_usage_errors(env: dict[str, str]) -> None:
         env=env,
     )
     assert no_run.returncode == 2 and "--no-deploy needs --run" in no_run.stderr
-    unknown = run_k26ctl(*SEARCH, "--run", "true", "--param", "spec.ddtree.budgte", env=env)
+    unknown = run_here(*SEARCH, "--run", "true", "--param", "spec.ddtree.budgte", env=env)
     assert unknown.returncode == 78 and "did you mean" in unknown.stderr
-    nothing = run_k26ctl("bisect-config", "--resume", env=env)
+    nothing = run_here("bisect-config", "--resume", env=env)
     assert nothing.returncode == 2 and "no bisect session" in nothing.stderr
 
 
@@ -285,7 +285,7 @@ def test_cli_killed_mid_step_resumes_without_repeating_finished_steps(
         os.kill(pid, signal.SIGKILL)  # nobody is left to stop the orphaned command
     assert out == ""
 
-    resumed = run_k26ctl("bisect-config", "--resume", "--yes", "--json", env=env)
+    resumed = run_here("bisect-config", "--resume", "--yes", "--json", env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert "was interrupted: redoing it" in resumed.stderr
     doc = json.loads(resumed.stdout)

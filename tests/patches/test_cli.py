@@ -12,23 +12,23 @@ import yaml
 
 from k26ctl.resources import project_root
 from tests.patches.patch_support import PATCH, TARGET
-from tests.support.cli import run_k26ctl
+from tests.support.cli import run_here
 
 LAB_TREE = project_root() / "k26ctl" / "lab" / "server" / "sglang_tree" / "sglang"
 
 
 def test_list_shows_the_shipped_set() -> None:
-    plain = run_k26ctl("patch", "list")
+    plain = run_here("patch", "list")
     assert plain.returncode == 0 and PATCH in plain.stdout and TARGET in plain.stdout
-    listed = json.loads(run_k26ctl("patch", "list", "--json").stdout)
+    listed = json.loads(run_here("patch", "list", "--json").stdout)
     assert [p["name"] for p in listed] == [PATCH]
     assert listed[0]["versions"] == ["0.5.14", "0.5.15", "0.5.16"] and listed[0]["not_needed"]
 
 
 def test_check_needs_exactly_one_source(tmp_path: Path) -> None:
-    both = run_k26ctl("patch", "check", "--sglang-version", "0.5.15", "--source", str(tmp_path))
+    both = run_here("patch", "check", "--sglang-version", "0.5.15", "--source", str(tmp_path))
     assert both.returncode == 2 and "exactly one" in both.stderr
-    nothing = run_k26ctl("patch", "check", "--source", str(tmp_path))
+    nothing = run_here("patch", "check", "--source", str(tmp_path))
     assert nothing.returncode == 78 and "no sglang package" in nothing.stderr
 
 
@@ -52,31 +52,31 @@ def test_status_apply_revert_against_a_local_profile(tmp_path: Path) -> None:
             }
         )
     )
-    status = run_k26ctl("patch", "status", str(profile), "--json")
+    status = run_here("patch", "status", str(profile), "--json")
     assert status.returncode == 0, status.stderr
     [state] = json.loads(status.stdout)
     assert state["state"] == "pending" and state["target"] == str(root / TARGET)
 
-    applied = run_k26ctl("patch", "apply", str(profile), "--json")
+    applied = run_here("patch", "apply", str(profile), "--json")
     assert applied.returncode == 0, applied.stderr
     [result] = json.loads(applied.stdout)
     assert result["changed"] and result["backup_path"]
-    again = run_k26ctl("patch", "apply", str(profile))
+    again = run_here("patch", "apply", str(profile))
     assert again.returncode == 0 and f"{PATCH}: ok - already applied" in again.stdout
 
-    reverted = run_k26ctl("patch", "revert", str(profile), "--name", PATCH)
+    reverted = run_here("patch", "revert", str(profile), "--name", PATCH)
     assert reverted.returncode == 0 and f"{PATCH}: changed" in reverted.stdout
     assert (root / TARGET).read_bytes() == original
 
-    unknown = run_k26ctl("patch", "status", str(profile), "--name", "triton-ddtree-verify-widht")
+    unknown = run_here("patch", "status", str(profile), "--name", "triton-ddtree-verify-widht")
     assert unknown.returncode == 78 and "did you mean 'triton-ddtree-verify-width'" in unknown.stderr
 
     (root / TARGET).write_text(
         original.decode().replace("speculative_num_draft_tokens\n", "speculative_num_draft_tokens or 8\n", 1)
     )
-    refused = run_k26ctl("patch", "status", str(profile))
+    refused = run_here("patch", "status", str(profile))
     assert refused.returncode == 1 and "refused" in refused.stdout
-    blocked = run_k26ctl("patch", "apply", str(profile))
+    blocked = run_here("patch", "apply", str(profile))
     assert blocked.returncode == 1 and "not found" in blocked.stderr and "hint:" in blocked.stderr
 
 
@@ -102,6 +102,6 @@ def test_apply_is_refused_while_a_deploy_holds_the_host_lock(tmp_path: Path) -> 
         )
     )
     with LocalHost().lock("k26patchlocktest", holder="someone-deploying"):
-        held = run_k26ctl("patch", "apply", str(profile))
+        held = run_here("patch", "apply", str(profile))
     assert held.returncode == 1 and "someone-deploying" in held.stderr
     assert (root / TARGET).read_text() == "x = 1\n"

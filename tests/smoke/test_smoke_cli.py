@@ -1,4 +1,4 @@
-"""`k26ctl smoke --url` and `k26ctl score` as a user runs them (subprocesses), exit codes and outputs."""
+"""`k26ctl smoke --url` and `k26ctl score` through the console entry: exit codes and outputs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cli import run_k26ctl
+from tests.support.cli import run_here
 from tests.support.fake_sglang import FakeSGLang
 
 CORPUS_LIKE = [
@@ -50,7 +50,7 @@ def answer(good: bool) -> Any:
 
 def test_smoke_url_pass_prints_the_table(suite_file: Path) -> None:
     with FakeSGLang(answer(True)) as fake:
-        done = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file))
+        done = run_here("smoke", "--url", fake.url, "--suite", str(suite_file))
     assert done.returncode == 0, done.stderr
     assert "smoke PASSED" in done.stdout
     assert "hello@T0" in done.stdout and "accept len" in done.stdout
@@ -60,7 +60,7 @@ def test_smoke_url_pass_prints_the_table(suite_file: Path) -> None:
 def test_smoke_url_fail_json_and_junit(suite_file: Path, tmp_path: Path) -> None:
     junit = tmp_path / "out.xml"
     with FakeSGLang(answer(False)) as fake:
-        done = run_k26ctl(
+        done = run_here(
             "smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--junit", str(junit)
         )
     assert done.returncode == 1
@@ -76,8 +76,8 @@ def test_smoke_probes_skipped_is_reported_and_no_probes_turns_them_off(suite_fil
     """A server without token ids: the probes are reported as skipped (a warning, not a silent pass);
     --no-probes leaves them out."""
     with FakeSGLang(answer(True)) as fake:
-        done = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json")
-        off = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--no-probes")
+        done = run_here("smoke", "--url", fake.url, "--suite", str(suite_file), "--json")
+        off = run_here("smoke", "--url", fake.url, "--suite", str(suite_file), "--json", "--no-probes")
     report = json.loads(done.stdout)
     assert report["passed"] is True
     assert report["probes"]["verdict"] == "skipped" and report["probes"]["checked"] == 0
@@ -90,17 +90,17 @@ def test_smoke_record_then_compare_baseline(suite_file: Path, tmp_path: Path) ->
     baseline = tmp_path / "base.json"
     with FakeSGLang(answer(True)) as fake:
         assert (
-            run_k26ctl(
+            run_here(
                 "smoke", "--url", fake.url, "--suite", str(suite_file), "--record-baseline", str(baseline)
             ).returncode
             == 0
         )
-        done = run_k26ctl(
+        done = run_here(
             "smoke", "--url", fake.url, "--suite", str(suite_file), "--baseline", str(baseline), "--json"
         )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["baseline"]["exact_match_rate"] == 1.0
-    both = run_k26ctl(
+    both = run_here(
         "smoke",
         "--url",
         "http://127.0.0.1:9",
@@ -117,7 +117,7 @@ def test_smoke_unreachable_is_69(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     junit = tmp_path / "unreachable.xml"
-    done = run_k26ctl("smoke", "--url", f"http://127.0.0.1:{port}", "--junit", str(junit))
+    done = run_here("smoke", "--url", f"http://127.0.0.1:{port}", "--junit", str(junit))
     assert done.returncode == 69
     assert "cannot reach the server" in done.stderr and "Traceback" not in done.stderr
     root = ET.parse(junit).getroot()
@@ -142,7 +142,7 @@ def test_smoke_unreachable_is_69(tmp_path: Path) -> None:
     ],
 )
 def test_smoke_usage_and_config_errors(args: tuple[str, ...], code: int, message: str) -> None:
-    done = run_k26ctl("smoke", *args, env={"K26_TEST_UNSET_KEY": ""})
+    done = run_here("smoke", *args, env={"K26_TEST_UNSET_KEY": ""})
     assert done.returncode == code, done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
@@ -150,7 +150,7 @@ def test_smoke_usage_and_config_errors(args: tuple[str, ...], code: int, message
 
 def test_smoke_api_key_from_the_environment(suite_file: Path) -> None:
     with FakeSGLang(answer(True), api_key="t0ken") as fake:
-        ok = run_k26ctl(
+        ok = run_here(
             "smoke",
             "--url",
             fake.url,
@@ -160,7 +160,7 @@ def test_smoke_api_key_from_the_environment(suite_file: Path) -> None:
             "K26_TEST_KEY",
             env={"K26_TEST_KEY": "t0ken"},
         )
-        refused = run_k26ctl("smoke", "--url", fake.url, "--suite", str(suite_file))
+        refused = run_here("smoke", "--url", fake.url, "--suite", str(suite_file))
     assert ok.returncode == 0, ok.stderr
     assert "t0ken" not in ok.stdout + ok.stderr
     assert refused.returncode == 77 and "refused the API key" in refused.stderr
@@ -169,19 +169,19 @@ def test_smoke_api_key_from_the_environment(suite_file: Path) -> None:
 def test_score_file_and_stdin(tmp_path: Path) -> None:
     path = tmp_path / "outs.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in CORPUS_LIKE) + "\n")
-    done = run_k26ctl("score", str(path), "--json")
+    done = run_here("score", str(path), "--json")
     assert done.returncode == 1
     lines = [json.loads(x) for x in done.stdout.splitlines()]
     assert [x["degenerate"] for x in lines] == [False, True, False]
     assert all(isinstance(x["reasons"], list) for x in lines)
     assert any(r.startswith("char_run") for r in lines[1]["reasons"])
 
-    ok = run_k26ctl("score", "-", stdin=json.dumps(CORPUS_LIKE[0]) + "\n")
+    ok = run_here("score", "-", stdin=json.dumps(CORPUS_LIKE[0]) + "\n")
     assert ok.returncode == 0 and "ok" in ok.stdout
 
 
 def test_score_bad_input() -> None:
-    done = run_k26ctl("score", "-", stdin='{"text": "fine"}\nnot json\n')
+    done = run_here("score", "-", stdin='{"text": "fine"}\nnot json\n')
     assert done.returncode == 78 and "<stdin>:2" in done.stderr
-    missing = run_k26ctl("score", "/nonexistent.jsonl")
+    missing = run_here("score", "/nonexistent.jsonl")
     assert missing.returncode == 78 and "score input not found: /nonexistent.jsonl" in missing.stderr

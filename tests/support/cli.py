@@ -1,5 +1,7 @@
-"""Run k26ctl the way a user does: `python -m k26ctl ...` as a child process of the checkout under test
-(or, where hypothesis needs speed, through the console entry in this process)."""
+"""Run k26ctl the way a user does: `python -m k26ctl ...` as a child process of the checkout under test,
+or, where a test asks only what a command says and returns, through the console entry in this process
+(`run_here`, `run_in_process`): a child costs about 0.45 s of interpreter start-up, which the tests of
+start-up itself (tests/structure) and every lab test still pay."""
 
 from __future__ import annotations
 
@@ -113,3 +115,26 @@ def run_in_process(args: Sequence[str]) -> CliResult:
     finally:
         sys.argv = old_argv
     return CliResult(code, out.getvalue(), err.getvalue(), exception)
+
+
+def run_here(
+    *args: str, env: Mapping[str, str] | None = None, stdin: str | None = None, cwd: Path = ROOT
+) -> CliResult:
+    """`k26ctl ARGS` as run_k26ctl runs it (from `cwd`, cli_env's environment, stdin from `stdin` or
+    empty), through the console entry in this process; state and environment are put back
+    afterwards. Anything that escapes main() fails the test, as a traceback in a child would."""
+    saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    os.environ.clear()
+    os.environ.update(cli_env(env))
+    sys.stdin = io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8")
+    os.chdir(cwd)
+    try:
+        result = run_in_process(args)
+    finally:
+        os.chdir(saved_cwd)
+        sys.stdin = saved_stdin
+        os.environ.clear()
+        os.environ.update(saved_env)
+    if result.exception is not None:
+        raise AssertionError(f"k26ctl {' '.join(args)} raised") from result.exception
+    return result
