@@ -8,7 +8,6 @@ import json
 import re
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +17,9 @@ import httpx
 import pytest
 
 from k26ctl.fleet.record import LocalStore
-from k26ctl.lab.load import LoadReport, Sample, run_load
 from tests.support.cli import run_k26ctl, spawn_k26ctl
+from tests.support.fleet_roll import Load, listed
+from tests.support.fleet_roll import roll as roll_fleet
 from tests.support.hosts import lab_host_name
 
 QUICK_SUITE = Path(__file__).resolve().parents[1] / "deploy" / "data" / "quick-suite.yaml"
@@ -50,60 +50,7 @@ def fleet() -> Iterator[Any]:
 
 
 def roll(fleet: Any, *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = run_k26ctl("deploy", fleet.fleet_file, *args, *QUICK, "--yes", "--json", timeout=600)
-    try:
-        return proc.returncode, json.loads(proc.stdout), proc.stderr
-    except ValueError:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}") from None
-
-
-def listed(fleet: Any) -> dict[str, bool]:
-    workers = httpx.get(fleet.router_url + "/workers", timeout=5, trust_env=False).json()["workers"]
-    return {w["url"]: w["is_healthy"] for w in workers}
-
-
-class Load:
-    """Chat load through the router in the background (bounded: 5000 requests, 600 s), from before a
-    block to after it: the block starts once an answer has come back, and the load stops once a request
-    sent after the block has been answered, so there are always samples on both sides of it."""
-
-    SIDE_ANSWERS = 3  # answers (ended requests) to wait for on each side of the block
-    SIDE_BOUND = 120.0  # seconds: generous, the lab server shares two cores with the rest
-
-    def __init__(self, fleet: Any) -> None:
-        self.url, self.stop = fleet.router_url, threading.Event()
-        self.report: LoadReport | None = None
-        self.thread = threading.Thread(target=self._run)
-        self._answered = threading.Condition()
-        self._sent_times: list[float] = []
-
-    def _run(self) -> None:
-        self.report = run_load(
-            self.url, requests=5000, duration=600, concurrency=2, stop=self.stop, on_sample=self._seen
-        )
-
-    def _seen(self, sample: Sample) -> None:
-        with self._answered:
-            self._sent_times.append(sample.started)
-            self._answered.notify_all()
-
-    def _wait_answers_sent_after(self, since: float) -> None:
-        def enough() -> bool:
-            answered = sum(t >= since for t in self._sent_times)
-            return answered >= self.SIDE_ANSWERS or not self.thread.is_alive()
-
-        with self._answered:
-            assert self._answered.wait_for(enough, timeout=self.SIDE_BOUND), "the load got no answers"
-
-    def __enter__(self) -> Load:
-        self.thread.start()
-        self._wait_answers_sent_after(0.0)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._wait_answers_sent_after(time.time())
-        self.stop.set()
-        self.thread.join(180)
+    return roll_fleet(fleet, *args, *QUICK)
 
 
 def test_rolling_budget_7_to_patched_16_under_load_fails_no_request(fleet: Any) -> None:

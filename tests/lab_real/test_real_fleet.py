@@ -8,8 +8,6 @@ the realsglang lane's one, never more.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from k26ctl.lab.load import LoadReport, run_load
-from tests.support.cli import run_k26ctl
+from tests.support.fleet_roll import Load, listed
+from tests.support.fleet_roll import roll as roll_fleet
 from tests.support.hosts import lab_host_name
 
 from .realserver import GARBAGE
@@ -53,82 +51,29 @@ def real_fleet() -> Iterator[Any]:
 
 
 def roll(fleet: Any, *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = run_k26ctl("deploy", fleet.fleet_file, *args, *QUICK, "--yes", "--json", timeout=1500)
-    try:
-        return proc.returncode, json.loads(proc.stdout), proc.stderr
-    except ValueError:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}") from None
+    return roll_fleet(fleet, *args, *QUICK, timeout=1500)
 
 
-def listed(fleet: Any) -> dict[str, bool]:
-    workers = httpx.get(fleet.router_url + "/workers", timeout=5, trust_env=False).json()["workers"]
-    return {w["url"]: w["is_healthy"] for w in workers}
-
-
-class Load:
-    """Greedy chat load through the router from before a block to after it (bounded: 20000 requests,
-    1200 s; the tiny model answers about 8 a second): the block starts once answers have come back,
-    and the load stops once answers to requests sent after the block are in, so samples lie on both
-    sides of it."""
-
-    SIDE_ANSWERS = 2
-    SIDE_BOUND = 300.0  # seconds: the tiny model on two shared cores answers in seconds, not minutes
-
-    def __init__(self, fleet: Any) -> None:
-        self.url, self.stop = fleet.router_url, threading.Event()
-        self.report: LoadReport | None = None
-        self.thread = threading.Thread(target=self._run)
-        self._answered = threading.Condition()
-        self._sent: list[float] = []
-
-    def _run(self) -> None:
-        self.report = run_load(
-            self.url,
-            requests=20000,
-            duration=1200,
-            concurrency=2,
-            max_tokens=24,
-            stop=self.stop,
-            on_sample=self._seen,
-        )
-
-    def _seen(self, sample: Any) -> None:
-        with self._answered:
-            self._sent.append(sample.started)
-            self._answered.notify_all()
-
-    def _wait_answers_sent_after(self, since: float) -> None:
-        def enough() -> bool:
-            return sum(t >= since for t in self._sent) >= self.SIDE_ANSWERS or not self.thread.is_alive()
-
-        with self._answered:
-            assert self._answered.wait_for(enough, timeout=self.SIDE_BOUND), "the load got no answers"
-
-    def __enter__(self) -> Load:
-        self.thread.start()
-        self._wait_answers_sent_after(0.0)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._wait_answers_sent_after(time.time())
-        self.stop.set()
-        self.thread.join(300)
+def load(fleet: Any) -> Load:
+    """Bounded by 20000 requests and 1200 s (the tiny model answers about 8 a second on two cores); two
+    answers on each side of the roll, each side within 300 s."""
+    return Load(fleet, requests=20000, duration=1200, max_tokens=24, side_answers=2, side_bound=300.0)
 
 
 def test_rolling_a_config_change_under_load_fails_no_request(real_fleet: Any) -> None:
-    with Load(real_fleet) as load:
+    with load(real_fleet) as running:
         started = time.time()
         code, doc, err = roll(real_fleet, *CHANGE)
         ended = time.time()
     assert code == 0, (doc, err)
     assert doc["status"] == "done" and doc["order"] == real_fleet.hosts  # canary first, then the other
     assert {m["where"] for m in doc["members"].values()} == {"new config, serving"}
-    assert load.report is not None
-    total = load.report.summary(load.report.samples)
-    during = load.report.summary(load.report.select(started, ended))
+    assert running.report is not None
+    total = running.report.summary(running.report.samples)
+    during = running.report.summary(running.report.select(started, ended))
     print(f"\nreal roll {ended - started:.0f} s; load during it: {during}; in all: {total}")
     assert during["sent"] > 0 and total["sent"] > during["sent"]
-    assert total["failed"] == 0 and total["degenerate"] == 0, load.report.to_json()
+    assert total["failed"] == 0 and total["degenerate"] == 0, running.report.to_json()
     assert set(listed(real_fleet)) == set(real_fleet.urls) and all(listed(real_fleet).values())
     for url in real_fleet.urls:  # the change is live on both real servers
         info = httpx.get(url + "/server_info", timeout=30, trust_env=False).json()
@@ -137,7 +82,7 @@ def test_rolling_a_config_change_under_load_fails_no_request(real_fleet: Any) ->
 
 def test_the_untrained_model_halts_the_roll_at_the_canary_and_no_client_sees_it(real_fleet: Any) -> None:
     canary, other = real_fleet.hosts
-    with Load(real_fleet) as load:
+    with load(real_fleet) as running:
         code, doc, err = roll(real_fleet, "--set", GARBAGE, *CHANGE)
     assert code == 1 and doc["status"] == "halted", (doc, err)
     assert doc["order"][0] == canary and doc["reason"].startswith(f"canary {canary} failed"), doc
@@ -147,10 +92,10 @@ def test_the_untrained_model_halts_the_roll_at_the_canary_and_no_client_sees_it(
     assert doc["members"][canary]["where"] == "failed, out of router (new config)"
     assert doc["members"][other]["where"] == "old config, serving"
     assert set(listed(real_fleet)) == {real_fleet.urls[1]}  # the router sends nothing to the canary
-    assert load.report is not None
-    summary = load.report.summary(load.report.samples)
+    assert running.report is not None
+    summary = running.report.summary(running.report.samples)
     assert summary["sent"] > 0 and summary["failed"] == 0 and summary["degenerate"] == 0, (
-        load.report.to_json()
+        running.report.to_json()
     )
 
 
