@@ -64,6 +64,9 @@ def load(
     duration: float = typer.Option(120.0, "--duration", help="At most this many seconds."),
     concurrency: int = typer.Option(2, "--concurrency", help="Requests in flight."),
     max_tokens: int = typer.Option(48, "--max-tokens"),
+    rate: float | None = typer.Option(
+        None, "--rate", help="At most this many requests a second (default: as fast as answered)."
+    ),
     as_json: bool = json_option(),
 ) -> None:
     """Chat requests through the router, judged by the smoke detectors: successes, failures,
@@ -71,7 +74,12 @@ def load(
     from k26ctl.lab.load import run_load
 
     report = run_load(
-        url, requests=requests, duration=duration, concurrency=concurrency, max_tokens=max_tokens
+        url,
+        requests=requests,
+        duration=duration,
+        concurrency=concurrency,
+        max_tokens=max_tokens,
+        rate=rate,
     )
     if as_json:
         print_json(report.to_json())

@@ -136,26 +136,40 @@ def run_load(
     timeout: float = 120.0,
     stop: threading.Event | None = None,
     on_sample: Callable[[Sample], None] | None = None,
+    rate: float | None = None,
 ) -> LoadReport:
     """Send up to `requests` chat requests within `duration` seconds (whichever ends first), with
-    `concurrency` in flight; stops early when `stop` is set. `on_sample` sees each answer as it ends."""
+    `concurrency` in flight; stops early when `stop` is set. `on_sample` sees each answer as it ends.
+    `rate` paces the sending: request i is sent no earlier than i / rate seconds after the start (all
+    workers together), so a slow server is never sent more than it can answer, and a quick one no more
+    than `rate` a second; None sends as fast as the answers come back."""
     from k26ctl.smoke.detectors import score_text
 
     base = check_lab_url(url)
-    if requests < 1 or duration <= 0 or concurrency < 1:
-        raise UsageError("lab load needs --requests >= 1, --duration > 0 and --concurrency >= 1")
+    if requests < 1 or duration <= 0 or concurrency < 1 or (rate is not None and rate <= 0):
+        raise UsageError("lab load needs --requests >= 1, --duration > 0, --concurrency >= 1 and --rate > 0")
     model = model or _served_model(base)
     samples: list[Sample] = []
     lock = threading.Lock()
     counter = iter(range(requests))
     started = time.monotonic()
     deadline = started + duration
+    stopping = stop if stop is not None else threading.Event()
 
     def next_index() -> int | None:
         with lock:
-            if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+            if time.monotonic() >= deadline or stopping.is_set():
                 return None
-            return next(counter, None)
+            index = next(counter, None)
+        if index is None or rate is None:
+            return index
+        due = started + index / rate
+        if due >= deadline:
+            return None
+        while (left := due - time.monotonic()) > 0:
+            if stopping.wait(left):
+                return None  # stopped while waiting for its turn
+        return index
 
     def worker() -> None:
         with BoundedClient(base, timeout=timeout, max_body=ANSWER_CAP) as client:

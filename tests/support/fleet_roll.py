@@ -31,9 +31,10 @@ def listed(fleet: Any) -> dict[str, bool]:
 
 class Load:
     """Greedy chat load through the router in the background, from before a block to after it, bounded
-    by `requests` and `duration`: the block starts once `side_answers` answers have come back, and the
-    load stops once as many answers to requests sent after the block are in (each side waits at most
-    `side_bound` seconds), so there are samples on both sides of it."""
+    by `requests` and `duration` and paced to `rate` a second where one is given: the block starts once
+    `side_answers` answers have come back, and the load stops once as many answers to requests sent
+    after the block are in (each side waits at most `side_bound` seconds), so there are samples on both
+    sides of it."""
 
     def __init__(
         self,
@@ -42,25 +43,26 @@ class Load:
         requests: int = 5000,
         duration: float = 600,
         max_tokens: int = 48,
+        rate: float | None = None,
         side_answers: int = 3,
         side_bound: float = 120.0,
     ) -> None:
         self.url, self.stop = fleet.router_url, threading.Event()
         self.report: LoadReport | None = None
-        self._bounds = (requests, duration, max_tokens)
-        self._side = (side_answers, side_bound)
+        self.requests, self.duration, self.max_tokens, self.rate = requests, duration, max_tokens, rate
+        self.side_answers, self.side_bound = side_answers, side_bound
         self.thread = threading.Thread(target=self._run)
         self._answered = threading.Condition()
         self._sent_times: list[float] = []
 
     def _run(self) -> None:
-        requests, duration, max_tokens = self._bounds
         self.report = run_load(
             self.url,
-            requests=requests,
-            duration=duration,
+            requests=self.requests,
+            duration=self.duration,
             concurrency=2,
-            max_tokens=max_tokens,
+            max_tokens=self.max_tokens,
+            rate=self.rate,
             stop=self.stop,
             on_sample=self._seen,
         )
@@ -71,14 +73,12 @@ class Load:
             self._answered.notify_all()
 
     def _wait_answers_sent_after(self, since: float) -> None:
-        answers, bound = self._side
-
         def enough() -> bool:
             answered = sum(t >= since for t in self._sent_times)
-            return answered >= answers or not self.thread.is_alive()
+            return answered >= self.side_answers or not self.thread.is_alive()
 
         with self._answered:
-            assert self._answered.wait_for(enough, timeout=bound), "the load got no answers"
+            assert self._answered.wait_for(enough, timeout=self.side_bound), "the load got no answers"
 
     def __enter__(self) -> Load:
         self.thread.start()
