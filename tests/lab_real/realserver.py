@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,9 @@ GOOD = str(PROFILES / "sglang.yaml")
 NEWER = str(PROFILES / "sglang-0.5.23.yaml")
 PORT = 30000
 QUICK = str(Path(__file__).parent / "data" / "quick-real.yaml")
-GARBAGE = "sglang.model_path=/opt/sglang/models/k26real-garbage"
+TRAINED_PATH = "/opt/sglang/models/k26real-tiny"
+GARBAGE_PATH = "/opt/sglang/models/k26real-garbage"  # the untrained twin: same tensors, new values
+GARBAGE = f"sglang.model_path={GARBAGE_PATH}"
 
 
 def sets(host: Any, *more: str) -> list[str]:
@@ -28,9 +31,11 @@ def sets(host: Any, *more: str) -> list[str]:
     return args
 
 
-def k26_json(*args: str, timeout: float = 900) -> tuple[int, dict[str, Any]]:
+def k26_json(
+    *args: str, timeout: float = 900, env: Mapping[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
     """As tests.support.cli.k26_json, with a real server's longer timeout."""
-    code, doc = cli_k26_json(*args, timeout=timeout)
+    code, doc = cli_k26_json(*args, timeout=timeout, env=env)
     return code, doc
 
 

@@ -1,8 +1,12 @@
 """Every SGLang-facing path of k26ctl against the real SGLang releases on a lab host (CPU, tiny model).
 
-One host for the session (conftest.real_host) and one server at a time: each test leaves the trained
-0.5.15 server running for the next where it can, so the session starts as few servers as it needs.
-The tests run in file order; each brings the server to the state it needs first.
+One host for the session (conftest.real_host) and one server at a time. A real start costs a minute or
+more of CPU on two cores, so the tests run in file order and each leaves what the next can use: the
+first deploy's trained server serves the watcher; one deploy changes the weights and a flag and its
+rollback brings the trained server back; the bisect search starts from it (its good end needs no
+restart) and its reset puts it back; the start-up failures and 0.5.23 come last
+(test_stand_in_differential.py, after this file, deploys the trained server once more). A test that
+needs a state it cannot assume brings the server there first.
 """
 
 from __future__ import annotations
@@ -21,16 +25,17 @@ from k26ctl.deploy import deploy
 from k26ctl.deploy.model import DeployEvent, DeployOptions
 from k26ctl.fleet.members import read_worker_load
 from k26ctl.profile import load_profile
-from tests.support.cli import k26_json as cli_k26_json
 from tests.support.cli import run_k26ctl, spawn_k26ctl
 from tests.support.hosts import state_env_with_lab_hosts
 from tests.support.watch_lines import WatchLines
 
 from .realserver import (
     GARBAGE,
+    GARBAGE_PATH,
     GOOD,
     NEWER,
     QUICK,
+    TRAINED_PATH,
     BusyServer,
     k26_json,
     running_requests,
@@ -114,48 +119,6 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
 
 
-def test_changed_flag_restarts_and_rollback_restores(real_host: Any) -> None:
-    _ensure_good(real_host)
-    code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.max_running_requests=4"), "--yes")
-    assert code == 0 and doc["changed"] and doc["restarted"], doc
-    assert server_info(real_host)["max_running_requests"] == 4  # the real server took the new flag
-    # the old server's end: SGLang drains on SIGTERM, then SIGKILLs itself (the stand-in does the same:
-    # tests/deploy/test_deploy_lab.py asks its journal the same question)
-    proc = run_k26ctl("logs", GOOD, *sets(real_host), "-n", "2000", timeout=120)
-    assert "SIGTERM received" in proc.stdout and "Draining requests and shutting down" in proc.stdout
-    assert "code=killed, status=9/KILL" in proc.stdout, proc.stdout[-3000:]
-    code, doc = k26_json("rollback", GOOD, *sets(real_host), "--yes")
-    assert code == 0 and doc["restarted"], doc
-    assert server_info(real_host)["max_running_requests"] == 8
-    code, doc = k26_json("status", GOOD, *sets(real_host))
-    assert doc["unit_matches_profile"] is True, doc
-
-
-def test_start_up_failures_are_caught_from_the_real_server(real_host: Any) -> None:
-    # a value the real argument parser refuses: its error line from the journal, on the process's exit
-    bad_value = "sglang.extra_args=[--device, cpu, --max-total-tokens, lots]"
-    started = time.monotonic()
-    code, doc = k26_json("deploy", GOOD, *sets(real_host, bad_value), "--yes")
-    took = time.monotonic() - started
-    assert code == 1 and doc["failure"] == "readiness", doc
-    # the exit as systemd's unit state or as its journal line has it, whichever readiness saw first
-    assert re.search(r"exited.*status[ =]2\b", doc["message"]), doc["message"]
-    parser_error = [line for line in doc["journal_lines"] if "error: argument --max-total-tokens" in line]
-    assert parser_error and "'lots'" in parser_error[0], doc["journal_lines"]
-    assert took < 300, took  # failed on the exit, not on readiness.timeout
-
-    # a served name SGLang's start-up refuses (':' in it): k26ctl's own rule refuses it, changing nothing
-    refused = run_k26ctl("deploy", GOOD, *sets(real_host, "sglang.served_model_name=k26:tiny"), "--yes")
-    assert refused.returncode == 78 and "served-name-colon" in refused.stderr, refused
-
-    # a model path that is not a model: the real loader's traceback
-    code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.model_path=/opt/sglang/cpu-ops"), "--yes")
-    assert code == 1 and doc["failure"] == "readiness", doc
-    journal = "\n".join(doc["journal_lines"])
-    assert "Traceback (most recent call last):" in journal, journal
-    assert "/opt/sglang/cpu-ops" in journal, journal
-
-
 def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_then_healthy_again(
     real_host: Any,
 ) -> None:
@@ -163,7 +126,6 @@ def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_t
     serving weights for the untrained twin's behind the watcher's back, then back again."""
     _ensure_good(real_host)
     good_path = server_info(real_host)["model_path"]
-    garbage_path = GARBAGE.split("=", 1)[1]
     watcher = spawn_k26ctl(
         "watch", GOOD, *sets(real_host), "--interval", "10", "--json", "--rebaseline",
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -172,7 +134,7 @@ def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_t
     try:
         healthy, _ = lines.until("healthy", timeout=300)
         assert healthy["baseline_recorded"] is True and healthy["requests"] > 0, healthy
-        swap_weights(real_host, garbage_path)
+        swap_weights(real_host, GARBAGE_PATH)
         assert httpx.get(url(real_host, "/health"), timeout=60).status_code == 200
         failing, _ = lines.until("failing", timeout=300)
         assert failing["recheck_of"]["verdict"] == "failing" and failing["reasons"], failing
@@ -198,18 +160,40 @@ def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_t
     assert code == 1 and doc["failure"] == "readiness" and doc["restarted"] is False, doc
     assert "does not serve the profile's model" in doc["message"] and good_path in doc["message"], doc
     assert time.monotonic() - started < 120, "waited for the name instead of failing on it"
-    # (the next test deploys the untrained model: a changed unit, so a restart, which restores the name)
+    # (the next test deploys the untrained model: a changed unit, so a restart; its rollback brings back
+    # the trained one under its own name)
 
 
-def test_untrained_weights_answer_health_200_and_fail_smoke(real_host: Any) -> None:
-    code, doc = k26_json("deploy", GOOD, *sets(real_host, GARBAGE), "--yes", "--smoke")
+def test_untrained_weights_with_a_changed_flag_restart_answer_health_200_fail_smoke_then_rollback(
+    real_host: Any,
+) -> None:
+    """One deploy changes two keys from the trained server the tests before left: the weights (the
+    untrained twin) and max_running_requests. The real server restarts, takes both, is ready with
+    /health 200 and talks garbage, which smoke fails; rollback restores the unit before the change."""
+    change = sets(real_host, GARBAGE, "sglang.max_running_requests=4")
+    code, doc = k26_json("deploy", GOOD, *change, "--yes", "--smoke")
     assert code == 1 and doc["failure"] == "smoke", doc
+    assert doc["restarted"], doc
     assert any(s["name"] == "readiness" and s["status"] == "ok" for s in doc["steps"]), doc["steps"]
     assert doc["smoke"]["health_after"] == 200
     assert doc["smoke"]["passed"] is False
     detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
     assert detectors, doc["smoke"]["summary"]
     assert "/health=200" in doc["smoke"]["summary"]
+    info = server_info(real_host)  # the real server took both new values
+    assert info["max_running_requests"] == 4 and info["model_path"] == GARBAGE_PATH, info
+    # the old server's end: SGLang drains on SIGTERM, then SIGKILLs itself (the stand-in does the same:
+    # tests/deploy/test_deploy_lab.py asks its journal the same question)
+    proc = run_k26ctl("logs", GOOD, *sets(real_host), "-n", "2000", timeout=120)
+    assert "SIGTERM received" in proc.stdout and "Draining requests and shutting down" in proc.stdout
+    assert "code=killed, status=9/KILL" in proc.stdout, proc.stdout[-3000:]
+
+    code, doc = k26_json("rollback", GOOD, *sets(real_host), "--yes")
+    assert code == 0 and doc["restarted"], doc
+    info = server_info(real_host)
+    assert info["max_running_requests"] == 8 and info["model_path"] == TRAINED_PATH, info
+    code, doc = k26_json("status", GOOD, *sets(real_host))
+    assert doc["unit_matches_profile"] is True and doc["ready"] is True, doc
 
 
 def test_bisect_between_the_good_and_the_untrained_profile_names_the_weights_then_reset(
@@ -217,15 +201,16 @@ def test_bisect_between_the_good_and_the_untrained_profile_names_the_weights_the
 ) -> None:
     """Set mode on the real server. The bad profile differs from the good one in two keys, the weights
     (untrained) and a harmless max_running_requests; each step deploys a subset and smoke judges it.
-    `reset` puts back what was live before the search: the untrained server the test before left."""
+    The trained server the test before left is the good end as it is (no restart to verify it); `reset`
+    puts it back after the search."""
     bad = tmp_path / "two-changes.yaml"
     bad.write_text(
         f"extends: {GOOD}\nname: k26real-two-changes\n"
-        f"sglang:\n  model_path: {GARBAGE.split('=', 1)[1]}\n  max_running_requests: 4\n"
+        f"sglang:\n  model_path: {GARBAGE_PATH}\n  max_running_requests: 4\n"
     )
     state = state_env_with_lab_hosts(tmp_path)
     started = time.monotonic()
-    code, doc = cli_k26_json(
+    code, doc = k26_json(
         "bisect-config",
         "--good-profile",
         GOOD,
@@ -242,7 +227,33 @@ def test_bisect_between_the_good_and_the_untrained_profile_names_the_weights_the
     print(f"\nreal set search: {doc['restarts']} restarts, {time.monotonic() - started:.0f} s")
     reset = run_k26ctl("bisect-config", "reset", "--yes", env=state, timeout=900)
     assert reset.returncode == 0, reset.output[-2000:]
-    assert server_info(real_host)["model_path"] == GARBAGE.split("=", 1)[1]
+    info = server_info(real_host)
+    assert info["model_path"] == TRAINED_PATH and info["max_running_requests"] == 8, info
+
+
+def test_start_up_failures_are_caught_from_the_real_server(real_host: Any) -> None:
+    # a value the real argument parser refuses: its error line from the journal, on the process's exit
+    bad_value = "sglang.extra_args=[--device, cpu, --max-total-tokens, lots]"
+    started = time.monotonic()
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, bad_value), "--yes")
+    took = time.monotonic() - started
+    assert code == 1 and doc["failure"] == "readiness", doc
+    # the exit as systemd's unit state or as its journal line has it, whichever readiness saw first
+    assert re.search(r"exited.*status[ =]2\b", doc["message"]), doc["message"]
+    parser_error = [line for line in doc["journal_lines"] if "error: argument --max-total-tokens" in line]
+    assert parser_error and "'lots'" in parser_error[0], doc["journal_lines"]
+    assert took < 300, took  # failed on the exit, not on readiness.timeout
+
+    # a served name SGLang's start-up refuses (':' in it): k26ctl's own rule refuses it, changing nothing
+    refused = run_k26ctl("deploy", GOOD, *sets(real_host, "sglang.served_model_name=k26:tiny"), "--yes")
+    assert refused.returncode == 78 and "served-name-colon" in refused.stderr, refused
+
+    # a model path that is not a model: the real loader's traceback
+    code, doc = k26_json("deploy", GOOD, *sets(real_host, "sglang.model_path=/opt/sglang/cpu-ops"), "--yes")
+    assert code == 1 and doc["failure"] == "readiness", doc
+    journal = "\n".join(doc["journal_lines"])
+    assert "Traceback (most recent call last):" in journal, journal
+    assert "/opt/sglang/cpu-ops" in journal, journal
 
 
 def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real_host: Any) -> None:
