@@ -92,3 +92,19 @@ class PatchError(K26Error):
 
 class Interrupted(K26Error):
     exit_code = ExitCode.INTERRUPTED
+
+
+def interrupt_behind(exc: BaseException) -> bool:
+    """True when the exception is a KeyboardInterrupt or one stands behind it (its cause or context).
+
+    Python before 3.12 wraps whatever a descriptor's __set_name__ raises in RuntimeError, so a Ctrl-C
+    that lands while a module defining a dataclass is imported (k26ctl imports most modules lazily, at
+    the step that needs them) arrives as "RuntimeError: Error calling __set_name__"."""
+    seen: BaseException | None = exc
+    for _ in range(32):  # a chain is short; a cycle must not hang the exit
+        if seen is None:
+            return False
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -14,7 +14,7 @@ import typer
 
 from k26ctl import __version__
 from k26ctl.cli.lean_imports import keep_unused_imports_out
-from k26ctl.errors import ExitCode, K26Error
+from k26ctl.errors import ExitCode, K26Error, interrupt_behind
 
 # Each module exposes `register(app)`; keep this list in help order.
 COMMAND_MODULES = (
@@ -62,16 +62,6 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"k26ctl.cli.{_name}").register(app)
 
 
-def _raised_by_interrupt(exc: BaseException) -> bool:
-    """Typer turns Ctrl-C into a silent Exit(130); find the KeyboardInterrupt behind an exit."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, KeyboardInterrupt):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 def _main() -> None:
     try:
         app()
@@ -84,12 +74,15 @@ def _main() -> None:
         print("error: interrupted by Ctrl-C", file=sys.stderr)
         sys.exit(ExitCode.INTERRUPTED)
     except SystemExit as exc:
-        if exc.code == ExitCode.INTERRUPTED and _raised_by_interrupt(exc):
+        if exc.code == ExitCode.INTERRUPTED and interrupt_behind(exc):  # Typer's silent Exit(130)
             print("error: interrupted by Ctrl-C", file=sys.stderr)
         raise
     except Exception as exc:
         if isinstance(exc, OSError) and (isinstance(exc, BrokenPipeError) or exc.errno in _OUTPUT_ERRNOS):
             raise  # standard output failed: main() reports it
+        if interrupt_behind(exc):  # a Ctrl-C that Python wrapped (errors.interrupt_behind)
+            print("error: interrupted by Ctrl-C", file=sys.stderr)
+            sys.exit(ExitCode.INTERRUPTED)
         from k26ctl.cli.crash import report_crash
 
         sys.exit(report_crash(exc))

@@ -44,7 +44,7 @@ from k26ctl.deploy.session import (
 from k26ctl.deploy.smoke_step import run_smoke_on_host
 from k26ctl.deploy.steps import StepLog
 from k26ctl.deploy.wait import ReadinessResult, check_ready_once, read_unit_state, wait_ready
-from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error
+from k26ctl.errors import ConfigError, ExitCode, Interrupted, K26Error, interrupt_behind
 from k26ctl.profile import LoadedProfile
 from k26ctl.render import render_unit, unit_name
 from k26ctl.threads import in_thread
@@ -101,7 +101,9 @@ def deploy(
                 if isinstance(exc, ConnectionLostError) or not connection_lost(run.host, exc):
                     raise
                 raise _lost_connection(run, exc) from None
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        if not interrupt_behind(exc):
+            raise
         # From apply on, an interrupt becomes Interrupted with the state read back; one that still
         # reaches here after apply (e.g. while the lock is released) must not claim "untouched".
         if service is not None and service.applied:
@@ -192,7 +194,9 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
             log.add("smoke", "skipped", "the server is not ready")
         else:
             log.add("smoke", "skipped", plan.smoke_reason)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RuntimeError) as exc:
+        if not interrupt_behind(exc):
+            raise  # a k26ctl bug: the crash report
         raise _interrupted(run, before) from None
     except K26Error as exc:
         if connection_lost(run.host, exc):

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from k26ctl.deploy.model import DeployEvent, EventCallback, StepResult
+from k26ctl.errors import interrupt_behind
 
 
 @dataclass
@@ -51,7 +52,7 @@ class StepLog:
             yield handle
         except BaseException as exc:
             text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            if isinstance(exc, KeyboardInterrupt):
+            if interrupt_behind(exc):
                 text = "interrupted"
             self.add(name, "failed", handle.detail or text, time.monotonic() - start)
             raise

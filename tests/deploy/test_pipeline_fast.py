@@ -257,3 +257,61 @@ def test_the_connection_opens_while_the_profile_is_validated_and_a_bad_profile_s
         deploy(bad, DeployOptions(yes=True, smoke=False), connect=unreachable)
     with pytest.raises(UnreachableError):
         deploy(rig.load(), DeployOptions(yes=True, smoke=False), connect=unreachable)
+
+
+def _class_with_a_field_that_takes_ctrl_c() -> None:
+    """What a Ctrl-C looks like when it lands while a lazily imported module defines a dataclass:
+    Python before 3.12 wraps what __set_name__ raises in RuntimeError (3.12 lets it through)."""
+
+    class Field:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    type("Baseline", (), {"created": Field()})
+
+
+def test_a_ctrl_c_that_python_wrapped_during_a_lazy_import_is_still_an_interrupt(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = rig.load()
+    assert rig.deploy(first).exit_code == ExitCode.OK
+    second = rig.load("sglang.decode_log_interval=79")
+
+    def smoke_importing(*args: object) -> None:
+        _class_with_a_field_that_takes_ctrl_c()
+
+    monkeypatch.setattr("k26ctl.deploy.pipeline.run_smoke_on_host", smoke_importing)
+    with pytest.raises(Interrupted) as stopped:
+        rig.deploy(second, smoke=True)
+    message = stopped.value.message
+    assert stopped.value.exit_code == ExitCode.INTERRUPTED
+    assert "the new unit is in place" in message and "service was restarted" in message, message
+    assert rig.history(first) == ["deploy", "deploy"]
+    assert rig.host.held_locks() == []
+
+
+def test_the_cli_exits_130_not_70_for_a_wrapped_ctrl_c(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from k26ctl.cli import app as cli_app
+    from k26ctl.errors import interrupt_behind
+
+    try:
+        _class_with_a_field_that_takes_ctrl_c()
+    except BaseException as exc:  # RuntimeError before 3.12, KeyboardInterrupt from 3.12
+        wrapped = exc
+    assert interrupt_behind(wrapped)
+    assert not interrupt_behind(RuntimeError("a k26ctl bug"))
+    looped = RuntimeError("a cycle")
+    looped.__context__ = ValueError("back")
+    looped.__context__.__context__ = looped
+    assert not interrupt_behind(looped)
+
+    def raising() -> None:
+        raise RuntimeError("Error calling __set_name__") from KeyboardInterrupt()
+
+    monkeypatch.setattr(cli_app, "app", raising)
+    with pytest.raises(SystemExit) as ended:
+        cli_app._main()
+    assert ended.value.code == ExitCode.INTERRUPTED
+    assert capsys.readouterr().err == "error: interrupted by Ctrl-C\n"
