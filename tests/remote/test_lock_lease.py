@@ -99,7 +99,10 @@ def sshd_session_of(lab: LabHostState, pid: str) -> str:
 
 
 def alive_on(lab: LabHostState, pid: str) -> bool:
-    return console(lab, f"kill -0 {pid}").returncode == 0
+    """`pid` runs on the lab host. A zombie does not: it has exited (its flock went with its files) and
+    waits only for its parent to reap it, which on a busy machine can come after the lock is seen free."""
+    state = console(lab, f"awk '/^State:/ {{print $2}}' /proc/{pid}/status")
+    return state.returncode == 0 and state.stdout.strip() not in ("", "Z")
 
 
 def wait_until_free(where: LabHostState | None, name: str, limit: float) -> float:
