@@ -38,8 +38,10 @@ def test_unpatched_fails_smoke_patched_passes_identical_changes_nothing(lab_host
     assert code == 1, doc
     assert doc["verdict"] == "failed" and doc["failure"] == "smoke"
     detectors = {f["detector"] for r in doc["smoke"]["results"] for f in r.get("findings", [])}
-    assert detectors & {"char_run", "symbol_soup", "repetition", "tail_compression"}, detectors
-    assert any("!!!!" in r["text"] for r in doc["smoke"]["results"])
+    # the text itself is flagged, not only the accept length and the probes; which text detectors fire
+    # depends on how the requests in flight were batched (the bug reads rows of the flat batch that
+    # were never written): "!!!!" runs, soup, non-words (seen in a CI rehearsal on a busy machine)
+    assert detectors - {"accept_floor", "self_consistency"}, detectors
 
     code, doc = k26_json("deploy", PATCHED, *lab_sets(lab_host), "--yes")
     assert code == 0, doc
