@@ -30,6 +30,7 @@ from tests.support.watch_lines import WatchLines
 
 pytestmark = pytest.mark.lab
 INTERVAL = 3.0
+SWITCH_LINE = "Lab fault switch: {"  # the server's line for each setting it takes
 
 
 def _k26(args: list[str], state: Path, **kwargs: Any) -> subprocess.Popen[str]:
@@ -57,6 +58,19 @@ def test_once_exits_0_on_a_healthy_lab_server_and_1_on_a_broken_one(tmp_path: Pa
     assert code == 1, record
     assert record["state"] == "failing" and record["recheck_of"]["verdict"] == "failing"
     assert record["evidence"]["first_mismatch"]["position"] >= 0
+
+
+def _switch(server: Any, switch: Path, faults: RuntimeFaults) -> float:
+    """Flip the server's fault switch and wait for the server to say it took it (it polls the file
+    every 0.2 s; a busy machine can make that longer than the gap between two watch cycles): the
+    time.monotonic() from which a watch cycle is sure to see the new setting."""
+    applied = server.log().count(SWITCH_LINE)
+    write_switch(switch, faults)
+    deadline = time.monotonic() + 60
+    while server.log().count(SWITCH_LINE) <= applied:
+        assert time.monotonic() < deadline, f"the server never took the switch:\n{server.log()[-2000:]}"
+        time.sleep(0.05)
+    return time.monotonic()
 
 
 @contextmanager
@@ -98,9 +112,8 @@ def test_a_fault_switched_on_while_watching_fails_and_prometheus_alerts(tmp_path
         labelled = 'k26ctl_watch_state{job="k26ctl-watch",state="healthy",model="k26lab-tiny",profile=""}'
         assert prom.value(labelled) == 1.0
 
-        write_switch(switch, RuntimeFaults(mask_bug=True))
-        flipped = time.monotonic()
-        record, steps = lines.until("failing")
+        flipped = _switch(server, switch, RuntimeFaults(mask_bug=True))
+        record, steps = lines.until("failing", after=flipped)
         to_failing = time.monotonic() - flipped
         # the step under way when the switch flipped, then the next one (a cycle and its re-check)
         assert steps <= 2, lines.seen[-steps:]
@@ -119,9 +132,8 @@ def test_a_fault_switched_on_while_watching_fails_and_prometheus_alerts(tmp_path
         assert firing, prom.alerts()
         assert 'state="failing"} 1.0' in textfile.read_text()
 
-        write_switch(switch, RuntimeFaults())
-        flipped = time.monotonic()
-        record, steps = lines.until("healthy")
+        flipped = _switch(server, switch, RuntimeFaults())
+        record, steps = lines.until("healthy", after=flipped)
         to_healthy = time.monotonic() - flipped
         assert steps <= 2 and record["changed"]
         prom.wait_for(healthy_expr, 1.0)
