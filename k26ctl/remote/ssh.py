@@ -568,7 +568,10 @@ def _close_channel(channel: paramiko.Channel) -> None:
 
     Over a link that went silent (no reset) with a full send buffer, that message cannot be written
     until TCP gives up, minutes later. The close gets CLOSE_WAIT_SECONDS; then the connection is
-    taken as lost and its socket shut, which ends every write blocked on it."""
+    taken as lost and its socket shut, which ends every write blocked on it. The socket is set to
+    reset on close first (as in SSHHost.abandon): a shutdown alone queues its FIN behind the unsent
+    bytes, which the kernel still delivers once the link is back, so an upload given up on here could
+    complete on the host after k26ctl said it had not."""
     closer = threading.Thread(target=_close_quietly, args=(channel,), daemon=True)
     closer.start()
     closer.join(CLOSE_WAIT_SECONDS)
@@ -576,6 +579,8 @@ def _close_channel(channel: paramiko.Channel) -> None:
         transport = channel.get_transport()
         sock = getattr(transport, "sock", None)
         if isinstance(sock, socket.socket):
+            with suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
