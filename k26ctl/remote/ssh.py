@@ -400,8 +400,7 @@ class SSHHost(ShellHost):
             transport = client.get_transport() if client is not None else None
             sock = getattr(transport, "sock", None)
             if isinstance(sock, socket.socket):
-                with suppress(OSError):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                _reset_on_close(sock)
         self.close()
 
     def close(self) -> None:
@@ -579,10 +578,15 @@ def _close_channel(channel: paramiko.Channel) -> None:
         transport = channel.get_transport()
         sock = getattr(transport, "sock", None)
         if isinstance(sock, socket.socket):
-            with suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            _reset_on_close(sock)
             with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+
+def _reset_on_close(sock: socket.socket) -> None:
+    """Linger 0: closing the socket sends a reset and drops whatever is still queued to send."""
+    with suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def _close_quietly(channel: paramiko.Channel) -> None:
