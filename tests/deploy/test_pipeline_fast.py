@@ -39,6 +39,12 @@ class Rig:
         opts = DeployOptions(**{"yes": True, "smoke": False, **options})  # type: ignore[arg-type]
         return deploy(loaded, opts, connect=lambda profile, **_: self.host)
 
+    def deployed_then(self, *overrides: str) -> tuple[LoadedProfile, LoadedProfile]:
+        """The lab profile deployed (ok), and the same profile with `overrides`, not yet deployed."""
+        first = self.load()
+        assert self.deploy(first).exit_code == ExitCode.OK
+        return first, self.load(*overrides)
+
     def unit_on_host(self, loaded: LoadedProfile) -> str | None:
         raw = self.host.files.get(unit_path(loaded.profile))
         return raw.decode() if raw is not None else None
@@ -121,9 +127,7 @@ def test_failed_readiness_rolls_back_to_the_previous_unit(rig: Rig) -> None:
 
 
 def test_ctrl_c_during_apply_finishes_the_step_and_says_which_unit_is_in_place(rig: Rig) -> None:
-    first = rig.load()
-    assert rig.deploy(first).exit_code == ExitCode.OK
-    second = rig.load("sglang.decode_log_interval=77")
+    first, second = rig.deployed_then("sglang.decode_log_interval=77")
 
     def interrupted_reload(argv: tuple[str, ...], stdin: bytes | None) -> str:
         signal.raise_signal(signal.SIGINT)  # Ctrl-C while systemd reloads: held until the step ends
@@ -144,9 +148,7 @@ def test_ctrl_c_during_apply_finishes_the_step_and_says_which_unit_is_in_place(r
 def test_a_second_ctrl_c_after_the_read_back_keeps_its_account_of_the_host(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = rig.load()
-    assert rig.deploy(first).exit_code == ExitCode.OK
-    second = rig.load("sglang.decode_log_interval=78")
+    _, second = rig.deployed_then("sglang.decode_log_interval=78")
 
     def interrupted_reload(argv: tuple[str, ...], stdin: bytes | None) -> str:
         signal.raise_signal(signal.SIGINT)  # the first Ctrl-C
@@ -199,9 +201,7 @@ def test_a_connection_lost_during_readiness_is_exit_69_naming_the_host_state(rig
 
 
 def test_rollback_restores_the_unit_before_the_last_change(rig: Rig) -> None:
-    first = rig.load()
-    assert rig.deploy(first).exit_code == ExitCode.OK
-    second = rig.load("sglang.decode_log_interval=77")
+    first, second = rig.deployed_then("sglang.decode_log_interval=77")
     assert rig.deploy(second).exit_code == ExitCode.OK
     result = rollback(second, DeployOptions(yes=True), connect=lambda profile, **_: rig.host)
     assert result.exit_code == ExitCode.OK, result.message
@@ -210,9 +210,7 @@ def test_rollback_restores_the_unit_before_the_last_change(rig: Rig) -> None:
 
 
 def test_an_unreadable_history_line_is_named_in_a_warning_and_the_rollback_uses_the_rest(rig: Rig) -> None:
-    first = rig.load()
-    assert rig.deploy(first).exit_code == ExitCode.OK
-    second = rig.load("sglang.decode_log_interval=77")
+    first, second = rig.deployed_then("sglang.decode_log_interval=77")
     assert rig.deploy(second).exit_code == ExitCode.OK
     path = history_path(first.profile.service.name)
     lines = rig.host.files[path].decode().splitlines()
@@ -273,9 +271,7 @@ def _class_with_a_field_that_takes_ctrl_c() -> None:
 def test_a_ctrl_c_that_python_wrapped_during_a_lazy_import_is_still_an_interrupt(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = rig.load()
-    assert rig.deploy(first).exit_code == ExitCode.OK
-    second = rig.load("sglang.decode_log_interval=79")
+    first, second = rig.deployed_then("sglang.decode_log_interval=79")
 
     def smoke_importing(*args: object) -> None:
         _class_with_a_field_that_takes_ctrl_c()
