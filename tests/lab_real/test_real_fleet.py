@@ -1,6 +1,7 @@
-"""A fleet of two real-SGLang lab hosts (0.5.15) behind the real sglang-router: a rolling deploy of a
-config change under client load with no failed request (the real SIGTERM drain, the load read from the
-real /get_load), then the canary halt on the untrained model, then the resume with the fix.
+"""A fleet of two real-SGLang lab hosts (0.5.15) behind the real sglang-router, under client load: a
+roll of the untrained model with a config change halts at the canary and no client sees it; the resume
+with the trained model rolls the change to both servers with no failed request (the real SIGTERM drain,
+the load read from the real /get_load). Three real restarts after the fleet's two starts.
 
 One fleet for the module, its own lane (tests/support/lanes.py): two real servers of its own beside
 the realsglang lane's one, never more.
@@ -59,28 +60,8 @@ def load(fleet: Any) -> Load:
     restart, without the full-speed load (about 8 a second on two cores) that took a core from every
     other test running beside this one. Two answers on each side of the roll, each within 300 s."""
     return Load(
-        fleet, requests=5000, duration=1200, max_tokens=24, rate=2.0, side_answers=2, side_bound=300.0
+        fleet, requests=5000, duration=1200, max_tokens=16, rate=2.0, side_answers=2, side_bound=300.0
     )
-
-
-def test_rolling_a_config_change_under_load_fails_no_request(real_fleet: Any) -> None:
-    with load(real_fleet) as running:
-        started = time.time()
-        code, doc, err = roll(real_fleet, *CHANGE)
-        ended = time.time()
-    assert code == 0, (doc, err)
-    assert doc["status"] == "done" and doc["order"] == real_fleet.hosts  # canary first, then the other
-    assert {m["where"] for m in doc["members"].values()} == {"new config, serving"}
-    assert running.report is not None
-    total = running.report.summary(running.report.samples)
-    during = running.report.summary(running.report.select(started, ended))
-    print(f"\nreal roll {ended - started:.0f} s; load during it: {during}; in all: {total}")
-    assert during["sent"] > 0 and total["sent"] > during["sent"]
-    assert total["failed"] == 0 and total["degenerate"] == 0, running.report.to_json()
-    assert set(listed(real_fleet)) == set(real_fleet.urls) and all(listed(real_fleet).values())
-    for url in real_fleet.urls:  # the change is live on both real servers
-        info = httpx.get(url + "/server_info", timeout=30, trust_env=False).json()
-        assert info["version"] == "0.5.15" and info["max_running_requests"] == 6, info
 
 
 def test_the_untrained_model_halts_the_roll_at_the_canary_and_no_client_sees_it(real_fleet: Any) -> None:
@@ -102,10 +83,26 @@ def test_the_untrained_model_halts_the_roll_at_the_canary_and_no_client_sees_it(
     )
 
 
-def test_resume_with_the_trained_model_finishes_the_roll(real_fleet: Any) -> None:
-    code, doc, err = roll(real_fleet, *CHANGE, "--resume")
+def test_resume_with_the_trained_model_rolls_the_change_under_load_and_fails_no_request(
+    real_fleet: Any,
+) -> None:
+    """The resumed roll takes the change to both real servers, the canary first, while clients keep
+    sending through the router: the real SIGTERM drain and the router's worker list lose no request."""
+    with load(real_fleet) as running:
+        started = time.time()
+        code, doc, err = roll(real_fleet, *CHANGE, "--resume")
+        ended = time.time()
     assert code == 0 and doc["status"] == "done", (doc, err)
-    assert doc["order"] == [real_fleet.hosts[0]]  # the other is already at the target: untouched
-    assert set(listed(real_fleet)) == set(real_fleet.urls)
-    info = httpx.get(real_fleet.urls[0] + "/server_info", timeout=30, trust_env=False).json()
-    assert info["model_path"] == "/opt/sglang/models/k26real-tiny", info
+    assert doc["order"] == real_fleet.hosts  # the canary (untrained) first, then the other (old config)
+    assert {m["where"] for m in doc["members"].values()} == {"new config, serving"}
+    assert running.report is not None
+    total = running.report.summary(running.report.samples)
+    during = running.report.summary(running.report.select(started, ended))
+    print(f"\nreal roll {ended - started:.0f} s; load during it: {during}; in all: {total}")
+    assert during["sent"] > 0 and total["sent"] > during["sent"]
+    assert total["failed"] == 0 and total["degenerate"] == 0, running.report.to_json()
+    assert set(listed(real_fleet)) == set(real_fleet.urls) and all(listed(real_fleet).values())
+    for url in real_fleet.urls:  # the change is live on both real servers, with the trained weights
+        info = httpx.get(url + "/server_info", timeout=30, trust_env=False).json()
+        assert info["version"] == "0.5.15" and info["max_running_requests"] == 6, info
+        assert info["model_path"] == "/opt/sglang/models/k26real-tiny", info
