@@ -14,6 +14,7 @@ import typer
 
 from k26ctl import __version__
 from k26ctl.cli.lean_imports import keep_unused_imports_out
+from k26ctl.cli.lost_interrupts import redeliver_lost_interrupts
 from k26ctl.errors import ExitCode, K26Error, interrupt_behind
 
 # Each module exposes `register(app)`; keep this list in help order.
@@ -163,6 +164,7 @@ def entry() -> NoReturn:
     interpreter's own teardown would add 0.1-0.25 s, and it puts SIGINT back to the default action
     early on: a second Ctrl-C landing there killed the process by the signal, not with exit 130."""
     keep_unused_imports_out()
+    redeliver_lost_interrupts()
     try:
         main()
         status = 0
