@@ -33,7 +33,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 server = HTTPServer(("127.0.0.1", 0), Handler)
-threading.Thread(target=server.serve_forever, daemon=True).start()
+threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
 with httpx.Client(timeout=10) as client:
     body = client.get(f"http://127.0.0.1:{server.server_port}/").text
 server.shutdown()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ssl
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 
 from k26ctl.httpsafe import BoundedClient, deadline_transport, shared_tls_context
+from tests.support.serving import serve_in_thread
 
 
 def _pool_context(client: BoundedClient) -> Any:
@@ -44,7 +44,7 @@ def test_a_plain_http_request_works_through_the_shared_transport() -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         for _ in range(3):
             with BoundedClient(f"http://127.0.0.1:{server.server_port}", timeout=5) as client:

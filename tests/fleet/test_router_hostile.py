@@ -5,7 +5,6 @@ traceback, never unbounded memory or time), and router-supplied strings reach me
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,6 +13,7 @@ import pytest
 from k26ctl.errors import UnreachableError
 from k26ctl.fleet.router import Router, RouterError
 from tests.support.fake_sglang import ESCAPES
+from tests.support.serving import serve_in_thread
 
 
 def test_an_endless_worker_list_is_cut_at_the_cap(fault) -> None:  # type: ignore[no-untyped-def]
@@ -84,7 +84,7 @@ def stub() -> Iterator[object]:
 
     def start(answers: dict[tuple[str, str], tuple[int, object]]) -> str:
         server = _Stub(answers)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        serve_in_thread(server)
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}"
 

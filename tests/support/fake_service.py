@@ -23,6 +23,7 @@ from k26ctl.profile import Profile
 from k26ctl.remote.base import CommandResult
 from k26ctl.remote.fake import Argv, FakeHost
 from k26ctl.render import unit_name
+from tests.support.serving import serve_in_thread
 
 
 class ReadinessServer:
@@ -47,7 +48,7 @@ class ReadinessServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
+        serve_in_thread(self._server)
 
     @property
     def address(self) -> tuple[str, int]:

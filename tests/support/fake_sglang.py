@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.serving import serve_in_thread
+
 READY_LINE = "The server is fired up and ready to roll!"
 CLEAN_TEXT = "The quick brown fox jumps over the lazy dog. Paris is the capital of France."
 
@@ -185,8 +187,7 @@ class FakeSGLang(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
     def start(self) -> FakeSGLang:
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_thread(self)
         return self
 
     def stop(self) -> None:

@@ -5,7 +5,6 @@ failed request sample (bounded in time and memory), never a hang or a traceback 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +14,7 @@ import pytest
 from k26ctl.httpsafe import BoundedClient
 from k26ctl.sweep.load import LoadSpec, measure_level, stream_one
 from tests.support.fake_sglang import FakeSGLang, start_in_thread
+from tests.support.serving import serve_in_thread
 
 
 def sse(meta: object) -> bytes:
@@ -69,7 +69,7 @@ def serve() -> Iterator[object]:
             server = start_in_thread(script)
         else:
             server = _SSEStub(script)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            serve_in_thread(server)
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}"
 
