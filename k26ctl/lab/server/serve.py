@@ -230,7 +230,8 @@ def _serve(args, fault, state, stop, gpus, received) -> int:  # type: ignore[no-
     except OSError as exc:
         log(f"Error: cannot listen on {args.host}:{args.port}: {exc}")
         return 1
-    http_thread = threading.Thread(target=httpd.serve_forever, name="http", daemon=True)
+    # shutdown() waits for the serving loop to look again: every 50 ms, not the default 0.5 s
+    http_thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), name="http", daemon=True)
     http_thread.start()
     state.lab_info = info
     scheduler = Scheduler(
