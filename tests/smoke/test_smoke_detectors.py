@@ -12,6 +12,7 @@ import json
 import pytest
 
 from k26ctl.smoke.detectors import (
+    MAX_SCANNED_EDGE,
     detect_char_runs,
     detect_empty,
     detect_gibberish,
@@ -419,6 +420,21 @@ def test_megabyte_text_is_bounded_and_says_so() -> None:
     names = {f.detector: f for f in verdict.findings}
     assert names["long_text"].severity == "warn"
     assert names["char_run"].span == (len(text) - 100, len(text))
+
+
+def test_megabyte_text_is_checked_for_tokens_at_both_ends_with_spans_in_the_whole_text() -> None:
+    filler = (HEALTHY_PROSE + " ") * 3000  # about a megabyte, more than twice MAX_SCANNED_EDGE
+    assert len(filler) > 2 * MAX_SCANNED_EDGE
+    text = "Sure. <|eot_id|> " + filler + "Done.<|im_end|> " + "Fine. " * 40
+    verdict = score_text(text)
+    names = {f.detector: f for f in verdict.findings}
+    first, last = text.index("<|eot_id|>"), text.rindex("<|im_end|>") + len("<|im_end|>")
+    assert names["special_token"].span == (first, last)
+    assert text[last - len("<|im_end|>") : last] == "<|im_end|>"
+    assert "first and last 128000 checked for tokens" in names["long_text"].message
+    # a token in the middle of such a text is past what the cheap checks read
+    middle = filler[: len(filler) // 2] + "<|eot_id|>" + filler[len(filler) // 2 :]
+    assert "special_token" not in {f.detector for f in score_text(middle).findings}
 
 
 def test_stray_closing_think_tag() -> None:
