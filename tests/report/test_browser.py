@@ -26,6 +26,9 @@ if (why := browser.available()) is not None:
 
 from k26ctl.report import write_page
 
+# one worker runs them all: one Chromium start a run, not one on each worker
+pytestmark = pytest.mark.xdist_group("browser")
+
 # the page, then CSS selectors with the least count each must match
 PAGES: dict[str, tuple[Any, dict[str, int]]] = {
     "deploy-unpatched": (
@@ -51,32 +54,33 @@ def chromium() -> Iterator[browser.Browser]:
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_page_loads_clean_with_its_key_elements(
-    chromium: browser.Browser, tmp_path: Path, name: str, dark: bool
-) -> None:
+def test_page_loads_clean_with_its_key_elements(chromium: browser.Browser, tmp_path: Path, name: str) -> None:
+    """Loaded in a light window, then the window turns dark (as when the system's scheme changes): the
+    page follows at once, without a reload."""
     make, selectors = PAGES[name]
     page_file = tmp_path / f"{name}.html"
     write_page(make(), page_file)
-    with chromium.open(page_file, dark=dark) as loaded:
+    with chromium.open(page_file) as loaded:
         page = loaded.page
         for selector, least in selectors.items():
             found = len(page.query_selector_all(selector))
             assert found >= least, f"{selector}: {found} < {least}"
-        # the scheme is followed: the body's background is dark exactly in dark mode
-        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
-        channels = [int(c) for c in background[background.index("(") + 1 : -1].split(",")[:3]]
-        assert (sum(channels) < 200) is dark, background
         # the page's own style applies whole (a stylesheet escaped as HTML loses its font list)
         assert "DejaVu Sans" in page.evaluate("getComputedStyle(document.body).fontFamily")
-        # nothing is wider than the window: long server strings wrap
-        assert page.evaluate("document.documentElement.scrollWidth") <= 1200
+        for dark in (False, True):
+            page.emulate_media(color_scheme="dark" if dark else "light")
+            # the scheme is followed: the body's background is dark exactly in dark mode
+            background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+            channels = [int(c) for c in background[background.index("(") + 1 : -1].split(",")[:3]]
+            assert (sum(channels) < 200) is dark, background
+            # nothing is wider than the window: long server strings wrap
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1200
+            shot = tmp_path / f"{name}-{'dark' if dark else 'light'}.png"
+            page.screenshot(path=str(shot), full_page=False)
+            assert shot.stat().st_size > 10_000
         # keyboard: the first Tab reaches the skip link, which leads to the content
         page.keyboard.press("Tab")
         assert page.evaluate("document.activeElement.className") == "skip-link"
-        shot = tmp_path / f"{name}-{'dark' if dark else 'light'}.png"
-        page.screenshot(path=str(shot), full_page=False)
-        assert shot.stat().st_size > 10_000
     assert loaded.console_errors == [], loaded.console_errors
     assert [m for m in loaded.console if "pwned" in m] == []
     assert [u for u in loaded.requests if u != page_file.resolve().as_uri()] == []
