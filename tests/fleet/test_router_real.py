@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -14,16 +13,11 @@ import pytest
 from k26ctl.fleet.model import OwnedRouter
 from k26ctl.fleet.router import Router, RouterError
 from k26ctl.fleet.router_process import start_router, stop_router
+from tests.support.ports import free_port, refused_port
 
 from .stub_worker import StubWorker
 
 pytest.importorskip("sglang_router")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +72,8 @@ def test_a_loading_worker_is_admitted_only_once_its_health_turns_200(router: Rou
 
 
 def test_a_worker_that_never_answers_is_an_error_not_a_202(router: Router) -> None:
-    with pytest.raises(RouterError):
-        router.add(f"http://127.0.0.1:{free_port()}", timeout=3)
+    with refused_port() as port, pytest.raises(RouterError):
+        router.add(f"http://127.0.0.1:{port}", timeout=3)
 
 
 def test_traffic_stops_reaching_a_removed_worker(router: Router, router_url: str) -> None:
@@ -103,7 +97,7 @@ def test_traffic_stops_reaching_a_removed_worker(router: Router, router_url: str
 
 
 def test_an_unreachable_router_is_exit_69(tmp_path: Path) -> None:
-    with Router(f"http://127.0.0.1:{free_port()}", timeout=1) as dead:
+    with refused_port() as port, Router(f"http://127.0.0.1:{port}", timeout=1) as dead:
         with pytest.raises(Exception) as info:
             dead.workers()
         assert getattr(info.value, "exit_code", None) == 69

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import yaml
 
 from tests.support.cli import run_here
 from tests.support.fake_sglang import FakeSGLang
+from tests.support.ports import refused_port
 
 CORPUS_LIKE = [
     {"text": "The capital of France is Paris.", "prompt": "What is the capital of France?"},
@@ -113,11 +113,9 @@ def test_smoke_record_then_compare_baseline(suite_file: Path, tmp_path: Path) ->
 
 
 def test_smoke_unreachable_is_69(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     junit = tmp_path / "unreachable.xml"
-    done = run_here("smoke", "--url", f"http://127.0.0.1:{port}", "--junit", str(junit))
+    with refused_port() as port:
+        done = run_here("smoke", "--url", f"http://127.0.0.1:{port}", "--junit", str(junit))
     assert done.returncode == 69
     assert "cannot reach the server" in done.stderr and "Traceback" not in done.stderr
     root = ET.parse(junit).getroot()

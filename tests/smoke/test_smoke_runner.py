@@ -7,7 +7,6 @@ malformed bodies, a server dying between requests); the end-to-end tests use the
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from k26ctl.smoke import SmokeOptions, SmokeTarget, run_smoke
 from k26ctl.smoke.baseline import Baseline
 from k26ctl.smoke.suite import Suite, parse_suite
 from tests.support.fake_sglang import FakeSGLang, Fault
+from tests.support.ports import refused_port
 
 ANSWERS = {
     "prose": "Air molecules scatter blue sunlight more strongly than red light, so the whole sky glows blue.",
@@ -320,10 +320,7 @@ def test_server_dying_mid_suite_is_unreachable() -> None:
 
 
 def test_connection_refused_is_unreachable() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(UnreachableError) as info:
+    with refused_port() as port, pytest.raises(UnreachableError) as info:
         run_smoke(SmokeTarget(f"http://127.0.0.1:{port}"), unit_suite(), options=SmokeOptions())
     assert "cannot reach the server" in info.value.message
 

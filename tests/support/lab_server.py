@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,17 +21,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "k26ctl" / "lab" / "server"
 HOST_MODELS = "/opt/k26lab/models"
 READY_LINE = "The server is fired up and ready to roll!"
 VERIFY_WIDTH_PATCH = "triton-ddtree-verify-width"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

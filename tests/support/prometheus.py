@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.support.lab_server import free_port
+from tests.support.ports import free_port
 
 
 @dataclass

@@ -24,7 +24,8 @@ pytest.importorskip("torch", reason="the lab server needs torch")
 
 from k26ctl.lab.server.fault_switch import RuntimeFaults, write_switch
 from k26ctl.watch.rules import RULES_FILE
-from tests.support.lab_server import ROOT, free_port, lab_server
+from tests.support.lab_server import ROOT, lab_server
+from tests.support.ports import free_port
 from tests.support.prometheus import prometheus, prometheus_binary
 from tests.support.watch_lines import WatchLines
 
