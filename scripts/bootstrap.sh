@@ -49,6 +49,12 @@ python3 -m pip install -q --disable-pip-version-check -e ".[$extras]"
 # PYTHONDONTWRITEBYTECODE set (as on the machines this project is developed and tested on), every
 # k26ctl start compiles its own modules again: about 50 ms of `--version`, 0.1-0.2 s of a deploy.
 python3 -m compileall -q -j 0 k26ctl >/dev/null
+# The same for the tests, in the form pytest compiles them (assertions rewritten): one collection here
+# writes them once. Without it, every xdist worker of the first run rewrites and compiles all the test
+# modules itself, at the same time as the others (7-10 s of CPU each, four times over with -n 4).
+if [ "$want_test" = 1 ] && ! python3 -m pytest -q --collect-only -p no:cacheprovider >/dev/null 2>&1; then
+  echo "bootstrap: the tests do not collect; pytest will say why when they run" >&2
+fi
 # under pyenv the new `k26ctl` command is on PATH only after its shims are rebuilt
 if command -v pyenv >/dev/null; then pyenv rehash; fi
 # the real SGLang releases (0.5.15, 0.5.23) into the machine-wide cache, each installed once
