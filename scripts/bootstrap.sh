@@ -51,7 +51,7 @@ python3 -m pip install -q --disable-pip-version-check -e ".[$extras]"
 python3 -m compileall -q -j 0 k26ctl >/dev/null
 # The same for the tests, in the form pytest compiles them (assertions rewritten): one collection here
 # writes them once. Without it, every xdist worker of the first run rewrites and compiles all the test
-# modules itself, at the same time as the others (7-10 s of CPU each, four times over with -n 4).
+# modules itself, at the same time as the others (about 3.5 s of CPU each, four times over with -n 4).
 if [ "$want_test" = 1 ] && ! python3 -m pytest -q --collect-only -p no:cacheprovider >/dev/null 2>&1; then
   echo "bootstrap: the tests do not collect; pytest will say why when they run" >&2
 fi

@@ -72,7 +72,7 @@ def test_smoke_cli_against_a_hostile_server(server: FakeSGLang) -> None:
 @pytest.mark.parametrize("server", ["huge-text"], indirect=True)
 def test_multi_megabyte_completion_texts_are_scored_in_bounded_time(server: FakeSGLang) -> None:
     """A server that ignores max_tokens and sends 4 MiB per answer: the default suite must still end in
-    well under its per-request timeout. Run in a child with a 60 s budget (it takes about 8 s on an idle
+    well under its per-request timeout. Run in a child with a 60 s budget (it takes about 4 s on an idle
     2-core machine, several times that when the machine is loaded) so a slow scorer cannot stall the
     test session."""
     code = (
