@@ -51,13 +51,10 @@ class Browser:
         self._browser = browser
 
     @contextmanager
-    def open(
-        self, path: Path, *, dark: bool = False, width: int = 1200, height: int = 900
-    ) -> Iterator[Loaded]:
+    def open(self, path: Path, *, width: int = 1200, height: int = 900) -> Iterator[Loaded]:
+        """The page in a light window; `page.emulate_media(color_scheme="dark")` turns it dark."""
         context = self._browser.new_context(
-            viewport={"width": width, "height": height},
-            color_scheme="dark" if dark else "light",
-            device_scale_factor=1,
+            viewport={"width": width, "height": height}, color_scheme="light", device_scale_factor=1
         )
         page = context.new_page()
         loaded = Loaded(page=page)
