@@ -430,7 +430,6 @@ def test_megabyte_text_is_checked_for_tokens_at_both_ends_with_spans_in_the_whol
     names = {f.detector: f for f in verdict.findings}
     first, last = text.index("<|eot_id|>"), text.rindex("<|im_end|>") + len("<|im_end|>")
     assert names["special_token"].span == (first, last)
-    assert text[last - len("<|im_end|>") : last] == "<|im_end|>"
     assert "first and last 128000 checked for tokens" in names["long_text"].message
     # a token in the middle of such a text is past what the cheap checks read
     middle = filler[: len(filler) // 2] + "<|eot_id|>" + filler[len(filler) // 2 :]
