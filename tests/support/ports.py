@@ -48,7 +48,8 @@ _ports = _candidates()
 
 
 def _bindable(port: int) -> bool:
-    # no SO_REUSEADDR: a port this probe can bind, the server can bind too, even a port in TIME_WAIT
+    # no SO_REUSEADDR, so a port still in TIME_WAIT fails here and is skipped: a port this probe can
+    # bind, the server can bind too, whether or not it sets SO_REUSEADDR
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1", port))
