@@ -112,6 +112,7 @@ class RestartPhases:
     wording: str | None  # the release wording the distributed-init lines used: "0.5.15", "0.5.23"
     stop_seconds: float | None  # systemd's `Stopping` of the old process -> `Started` of the new one
     start_seconds: float  # the new process's start -> the ready line (or the last record)
+    reported: dict[str, float] = field(default_factory=dict)  # 0.5.23's `Engine startup timings (s)`
 
     @property
     def downtime_seconds(self) -> float:
@@ -137,6 +138,7 @@ class RestartPhases:
             "wording": self.wording,
             "stop_seconds": self.stop_seconds,
             "start_seconds": self.start_seconds,
+            "reported": dict(self.reported),
         }
 
     @classmethod
@@ -148,6 +150,7 @@ class RestartPhases:
             wording=data.get("wording"),
             stop_seconds=float(stop) if stop is not None else None,
             start_seconds=float(data.get("start_seconds") or 0.0),
+            reported={str(k): float(v) for k, v in (data.get("reported") or {}).items()},
         )
 
 
@@ -180,6 +183,10 @@ _SHARDS = re.compile(
     r"(?:Multi-thread loading shards|Loading safetensors checkpoint shards):\s*\d{1,3}%\s*"
     r"Completed\s*\|\s*(\d+)\s*/\s*(\d+)"
 )
+# 0.5.23 (entrypoints/engine.py:1118): `Engine startup timings (s): load_weight=0.02, ...,
+# cuda_graph={prefill=0.00, decode=0.00, ...}, tokenizer_e2e=30.89`
+_TIMINGS = re.compile(r"\bEngine startup timings \(s\): (.*)")
+_TIMING = re.compile(r"([a-z_][a-z0-9_]*)=(?:\{([^}]*)\}|" + _NUM + ")")
 _STOPPING = re.compile(r"^Stopping \S")
 _STOPPED = re.compile(r"^(?:Stopped \S|\S+\.service: Deactivated successfully\.)")
 _STARTED = re.compile(r"^Started \S")
@@ -271,6 +278,7 @@ def parse_phases(records: Iterable[JournalRecord]) -> RestartPhases:
     stop_end_us: int | None = None
     ready = False
     shards: tuple[int, int] | None = None
+    reported: dict[str, float] = {}
     for record in records:
         ts = int(record.timestamp_us)
         message = record.message or ""
@@ -304,6 +312,9 @@ def parse_phases(records: Iterable[JournalRecord]) -> RestartPhases:
         m = _DIST_BEGIN.search(line)
         if m:
             wording = "0.5.15" if m[1] == "torch distributed" else "0.5.23"
+        m = _TIMINGS.search(line)
+        if m:
+            reported = _timings(m[1])
         m = _SHARDS.search(message.rsplit("\r", 1)[-1])
         if m:
             shards = (int(m[1]), int(m[2]))
@@ -324,7 +335,21 @@ def parse_phases(records: Iterable[JournalRecord]) -> RestartPhases:
         wording=wording,
         stop_seconds=stop_seconds,
         start_seconds=max(0.0, (last_us - start_us) / 1e6),
+        reported=reported,
     )
+
+
+def _timings(text: str) -> dict[str, float]:
+    """`a=1.00, graph={x=0.50, y=0.00}` -> {"a": 1.0, "graph.x": 0.5, "graph.y": 0.0}."""
+    values: dict[str, float] = {}
+    for m in _TIMING.finditer(text):
+        if m[2] is not None:
+            for inner in _TIMING.finditer(m[2]):
+                if inner[3] is not None:
+                    values[f"{m[1]}.{inner[1]}"] = float(inner[3])
+        elif m[3] is not None:
+            values[m[1]] = float(m[3])
+    return values
 
 
 def _mark(builder: _Builder, ts: int, line: str, message: str) -> None:

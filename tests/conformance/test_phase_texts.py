@@ -113,3 +113,24 @@ def test_graph_backend_words_of_the_capture_lines(sources: Sources) -> None:
 def test_ready_line_and_uvicorn_order(sources: Sources) -> None:
     text = sources.text(f"srt/{READY[sources.version]}")
     assert 'logger.info("The server is fired up and ready to roll!")' in text
+
+
+def test_engine_startup_timings_line_of_0_5_23(sources: Sources) -> None:
+    text = sources.text("srt/entrypoints/engine.py")
+    if sources.version == "0.5.15":
+        assert "Engine startup timings" not in text
+        return
+    assert '"Engine startup timings (s): load_weight=%.2f, "' in text
+    line = (
+        "[2026-12-05 08:02:26] Engine startup timings (s): load_weight=0.02, kv_cache_allocation=0.72, "
+        "scheduler_e2e=4.76, cuda_graph={prefill=0.00, decode=1.50}, tokenizer_e2e=30.89"
+    )
+    result = parse_phases([LogRecord(0, "Started x.service - SGLang."), LogRecord(1, line)])
+    assert result.reported == {
+        "load_weight": 0.02,
+        "kv_cache_allocation": 0.72,
+        "scheduler_e2e": 4.76,
+        "cuda_graph.prefill": 0.0,
+        "cuda_graph.decode": 1.5,
+        "tokenizer_e2e": 30.89,
+    }

@@ -69,6 +69,28 @@ def test_real_0_5_15_restart_under_systemd() -> None:
     assert_tiles(result)
 
 
+def test_real_0_5_23_restart_under_systemd() -> None:
+    records = journal("restart-0.5.23-cpu.jsonl")
+    result = parse_phases(records)
+    assert result.ready and result.wording == "0.5.23"
+    assert [p.name for p in result.phases] == [
+        "stop", "imports", "launch", "distributed", "model-setup", "weights", "kv-cache", "init", "warmup"
+    ]  # fmt: skip
+    started = at(records, "Started k26real-sglang")
+    assert result.stop_seconds == pytest.approx((started - at(records, "Stopping")) / 1e6)
+    launch = result.find("launch")
+    assert launch is not None and "server_args={'model_path'" in launch.evidence[0]  # 0.5.23 logs a dict
+    dist = result.find("distributed")
+    assert dist is not None and dist.evidence[0].endswith("Init parallel begin.")
+    assert dist.detail["reported_seconds"] == 0.06
+    kv = result.find("kv-cache")
+    assert kv is not None and kv.evidence[1].endswith("K size: 0.00 GB, V size: 0.00 GB")
+    # SGLang's own summary line, 0.5.23 only
+    assert result.reported["load_weight"] == 0.02 and result.reported["kv_cache_allocation"] == 0.72
+    assert result.reported["tokenizer_e2e"] == 30.89 and result.reported["cuda_graph.decode"] == 0.0
+    assert_tiles(result)
+
+
 def test_gpu_start_from_the_shared_notes_in_0_5_15_formats() -> None:
     result = parse_phases(text_log("gpu-0.5.15-from-docs.log"))
     assert result.ready and result.stop_seconds is None and result.wording == "0.5.15"
