@@ -12,7 +12,6 @@ secret itself never appears in the unit or in k26ctl's output.
 from __future__ import annotations
 
 import json
-
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field

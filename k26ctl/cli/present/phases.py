@@ -25,9 +25,8 @@ def phase_lines(data: dict[str, Any], *, indent: str = "  ", evidence: bool = Fa
         share = phase.duration / total
         bar = "#" * max(1 if phase.duration > 0 else 0, round(share * BAR_WIDTH))
         extra = _detail(phase.detail)
-        lines.append(
-            f"{indent}  {phase.label:<30} {phase.duration:7.1f} s {share:4.0%} {bar:<{BAR_WIDTH}}{extra}".rstrip()
-        )
+        row = f"{indent}  {phase.label:<30} {phase.duration:7.1f} s {share:4.0%} {bar:<{BAR_WIDTH}}{extra}"
+        lines.append(row.rstrip())
         if evidence:
             for line in phase.evidence[:2]:
                 lines.append(f"{indent}      | {clean(line, limit=140)}")
