@@ -82,7 +82,7 @@ def host_restarts(ctx: DemoContext, profile_name: str) -> list[dict[str, Any]]:
             "patches": r.patches,
             "load_seconds": r.load_seconds,
             "verdict": r.verdict,
-            "phases": r.extra.get("phases"),
+            "phases": r.phases,
         }
         for r in records
         if r.restarted
@@ -96,12 +96,17 @@ def gpu_summary_tail(ctx: DemoContext, loop: LoopContext) -> list[str]:
     except Exception as exc:  # the summary must not hide the outcomes above
         return [*lines, f"  (history not read: {exc})"]
     loop.restarts = restarts
+    from k26ctl.deploy.phases import RestartPhases
+
     for r in restarts:
         spec = r["speculative"]
         lines.append(
             f"  {r['time']} {spec.get('algorithm')} draft tokens {spec.get('block_size')} "
             f"patches {r['patches'] or '-'}: load {r['load_seconds']} s, {r['verdict']}"
         )
+        if r["phases"]:
+            phases = RestartPhases.from_json(r["phases"])
+            lines.append(f"      downtime {phases.downtime_seconds:.1f} s: {phases.summary()}")
     lines.append(f"the lab host {ctx.lab} is still up; `k26ctl lab host down --name {ctx.lab}` removes it")
     return lines
 
