@@ -19,6 +19,19 @@ if [ ! -f /tmp/k26-models/lab-target/config.json ]; then
   python3 scripts/gpu/make_models.py /tmp/k26-models > "$OUT/models.log" 2>&1 || { tail -20 "$OUT/models.log"; exit 1; }
   echo "models made at ${SECONDS} s"
 fi
+# k26ctl runs from the checkout (PYTHONPATH) with no installed metadata, but finds its host kinds
+# (host.lab) through entry points: give it a dist-info of its own that declares them, from pyproject.toml
+python3 - <<'PY'
+import pathlib, tomllib
+project = tomllib.loads(pathlib.Path("pyproject.toml").read_text())["project"]
+info = pathlib.Path("/tmp/k26-client-site/k26ctl-0.0.0.dist-info")
+info.mkdir(parents=True, exist_ok=True)
+(info / "METADATA").write_text("Metadata-Version: 2.1\nName: k26ctl\nVersion: 0.0.0\n")
+groups = project.get("entry-points", {})
+(info / "entry_points.txt").write_text(
+    "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for g, eps in groups.items())
+)
+PY
 python3 -m k26ctl lab demo --gpu --steps "$STEPS" --record "$OUT/loop-$TAG.json" > "$OUT/demo-$TAG.log" 2>&1
 echo "demo exit $? at ${SECONDS} s"; cat "$OUT/demo-$TAG.log" | tail -60
 host() {  # a command on the lab host over plain OpenSSH, as an operator would
