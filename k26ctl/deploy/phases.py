@@ -266,9 +266,24 @@ def _float(pattern: re.Pattern[str], line: str) -> float | None:
     return float(m[1]) if m else None
 
 
+def _from_the_stop(records: Sequence[JournalRecord]) -> Sequence[JournalRecord]:
+    """The records from the old process's `Stopping` line (or, without one, the new process's `Started`
+    line) on; all of them when neither is there."""
+    started = next(
+        (i for i, r in enumerate(records) if _STARTED.match(_first_line(r.message or ""))), len(records)
+    )
+    stopping = [i for i, r in enumerate(records[:started]) if _STOPPING.match(_first_line(r.message or ""))]
+    if stopping:
+        return records[stopping[-1] :]
+    return records[started:] if started < len(records) else records
+
+
 def parse_phases(records: Iterable[JournalRecord]) -> RestartPhases:
     """The phases of one restart from its journal records, oldest first (see the module docstring).
-    Records after the ready line are ignored; lines that mark nothing are ignored."""
+    Records after the ready line are ignored; lines that mark nothing are ignored. The old server's own
+    lines before systemd's `Stopping` (the last requests it served after the journal cursor was taken)
+    belong to no phase: with a `Stopping` or `Started` line in the records, they are dropped."""
+    records = _from_the_stop(list(records))
     builder = _Builder()
     wording: str | None = None
     first_us: int | None = None
