@@ -36,10 +36,11 @@ def admin_key(config: RouterConfig) -> str | None:
 
 @contextmanager
 def open_router(config: RouterConfig) -> Iterator[Router]:
-    """The router at `url`, or through an SSH forward from `via` (the URL as that host reaches it)."""
+    """The gateway at `url` (sglang-router or SMG, as `kind` names or the gateway answers), or through
+    an SSH forward from `via` (the URL as that host reaches it). `.detected` says whether it was asked."""
     key = admin_key(config)
     if config.via is None:
-        with Router(config.url, admin_key=key, timeout=config.request_timeout) as router:
+        with _gateway(config.url, config, key) as router:
             yield router
         return
     from k26ctl.remote.connect import connect_host
@@ -50,10 +51,24 @@ def open_router(config: RouterConfig) -> Iterator[Router]:
         default_port = 443 if parts.scheme == "https" else 80
         with host.forward(parts.hostname or "127.0.0.1", parts.port or default_port) as (addr, port):
             local = f"{parts.scheme}://{addr}:{port}"
-            with Router(local, admin_key=key, timeout=config.request_timeout) as router:
+            with _gateway(local, config, key) as router:
                 yield router
     finally:
         host.close()
+
+
+def _gateway(url: str, config: RouterConfig, key: str | None) -> Router:
+    from k26ctl.fleet.gateway import open_gateway
+
+    gateway, detected = open_gateway(url, config.kind, admin_key=key, timeout=config.request_timeout)
+    gateway.detected = detected
+    return gateway
+
+
+def gateway_note(gateway: Router) -> str:
+    """Which gateway the roll speaks to, and how k26ctl knows."""
+    how = "detected from its /get_loads; name it with router.kind" if gateway.detected else "router.kind"
+    return f"gateway {gateway.url}: {gateway.kind} ({how})"
 
 
 def roll_options(fleet: Fleet, **overrides: Any) -> RollOptions:
@@ -85,6 +100,8 @@ def roll_fleet(
         for m in fleet.members
     ]
     with open_router(fleet.config.router) as router:
+        if on_event is not None:
+            on_event(RollEvent("gateway", "", gateway_note(router), {"kind": router.kind}))
         roll = Roll(fleet.name, list(members), router, options, LocalStore(fleet.name), on_event)
         return roll.run()
 
