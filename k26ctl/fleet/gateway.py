@@ -19,7 +19,11 @@ KINDS: dict[str, type[Router]] = {"sglang-router": Router, "smg": SmgGateway}
 
 
 def detect_kind(
-    url: str, *, admin_key: str | None = None, timeout: float = 5.0, transport: httpx.BaseTransport | None = None
+    url: str,
+    *,
+    admin_key: str | None = None,
+    timeout: float = 5.0,
+    transport: httpx.BaseTransport | None = None,
 ) -> GatewayKind:
     """Ask the gateway at `url` what it is. RouterError when it answers as neither kind."""
     with Router(url, admin_key=admin_key, timeout=timeout, transport=transport) as probe:

@@ -388,7 +388,9 @@ class Roll:
             self._sleep(self.opts.poll)
             count = self.router.in_flight(member.url)
         if counted:
-            self._emit("step", member.name, "the gateway counts no request in flight", {"gateway_drained": True})
+            self._emit(
+                "step", member.name, "the gateway counts no request in flight", {"gateway_drained": True}
+            )
             with self._lock:
                 self.router.remove(member.url, timeout=self.opts.remove_timeout)
 

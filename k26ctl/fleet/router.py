@@ -212,7 +212,12 @@ class Router:
     # ---- operations that wait for their effect --------------------------------------------------
 
     def add(
-        self, url: str, *, timeout: float = 60.0, interval: float = 0.2, settings: dict[str, Any] | None = None
+        self,
+        url: str,
+        *,
+        timeout: float = 60.0,
+        interval: float = 0.2,
+        settings: dict[str, Any] | None = None,
     ) -> Worker:
         """Register `url` and wait until it is listed and healthy. A failed registration job with the
         worker not listed, or the deadline, is an error (the caller decides what to do with it).

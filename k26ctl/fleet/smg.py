@@ -22,6 +22,7 @@ Facts it relies on (each checked on 1.13.0 on loopback; file and line in docs/co
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 from pydantic import Field
@@ -99,7 +100,12 @@ class SmgGateway(Router):
         return self._parse(response, _Accepted, "POST /workers").worker_id or ""
 
     def add(
-        self, url: str, *, timeout: float = 60.0, interval: float = 0.2, settings: dict[str, Any] | None = None
+        self,
+        url: str,
+        *,
+        timeout: float = 60.0,
+        interval: float = 0.2,
+        settings: dict[str, Any] | None = None,
     ) -> Worker:
         """Register `url` with `settings` (priority, cost, labels kept by `take_out`) and wait until
         SMG lists it `ready`. A failed job, or the deadline, is an error."""
@@ -140,7 +146,9 @@ class SmgGateway(Router):
     def _delete(self, worker_id: str) -> None:
         response = self._call("DELETE", f"/workers/{worker_id}")
         if response.status_code not in (200, 202, 204, 404):
-            raise RouterError(f"gateway {self.url}: DELETE /workers/{worker_id} answered {response.status_code}")
+            raise RouterError(
+                f"gateway {self.url}: DELETE /workers/{worker_id} answered {response.status_code}"
+            )
 
     def remove(self, url: str, *, timeout: float = 10.0, interval: float = 0.05) -> bool:
         """Out of SMG's registry now: DELETE, and DELETE again once it is draining (a worker that is
@@ -153,7 +161,7 @@ class SmgGateway(Router):
         deleted_as = ""
         while listed is not None:
             if listed.status != deleted_as:  # once per state: ready -> draining -> gone
-                self._until(deadline, lambda w=listed: self._delete(w.id))
+                self._until(deadline, partial(self._delete, listed.id))
                 deleted_as = listed.status
             if self._clock() >= deadline:
                 raise RouterError(f"gateway {self.url}: {url} still listed {timeout:g} s after DELETE")
@@ -182,7 +190,9 @@ class SmgGateway(Router):
             del kept["labels"]
         if listed.healthy and settle > 0:
             window = {"health": {"drain_settle_secs": min(MAX_SETTLE, math.ceil(settle))}}
-            response = self._until(deadline, lambda: self._call("PATCH", f"/workers/{listed.id}", json=window))
+            response = self._until(
+                deadline, lambda: self._call("PATCH", f"/workers/{listed.id}", json=window)
+            )
             if response.status_code not in (200, 202):
                 raise RouterError(
                     f"gateway {self.url}: PATCH /workers/{listed.id} answered {response.status_code}"
