@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -117,7 +117,7 @@ class Router:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> Router:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -89,7 +89,9 @@ def test_add_waits_for_ready_and_remove_leaves_no_entry(smg: SmgGateway, stubs: 
     assert smg.remove(stub.url) is False
 
 
-def test_take_out_holds_smgs_drain_window_with_its_own_count(smg: SmgGateway, stubs: Any, smg_url: str) -> None:
+def test_take_out_holds_smgs_drain_window_with_its_own_count(
+    smg: SmgGateway, stubs: Any, smg_url: str
+) -> None:
     stub = stubs()
     smg.add(stub.url, timeout=20, settings={"priority": 70, "labels": {"zone": "b"}})
     stub.delay = 7.0  # longer than SMG's default 5 s drain window
