@@ -152,6 +152,8 @@ class FleetStatus:
     workers: list[Worker]
     record: RunRecord | None
     members: dict[str, dict[str, Any]]
+    gateway_kind: str = ""  # sglang-router | smg ('' when the gateway did not answer)
+    gateway_detected: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -163,6 +165,8 @@ class FleetStatus:
             "fleet": self.fleet,
             "router": {
                 "url": self.router_url,
+                "kind": self.gateway_kind or None,
+                "kind_detected": self.gateway_detected,
                 "error": self.router_error,
                 "workers": [w.__dict__ for w in self.workers],
             },
@@ -171,16 +175,34 @@ class FleetStatus:
         }
 
 
+def gateway_view(worker: Worker | None, error: str | None) -> dict[str, Any]:
+    """The gateway's own view of one member: its state word, its load count, its priority."""
+    if error:
+        return {"state": "unknown"}
+    if worker is None:
+        return {"state": "not listed"}
+    view: dict[str, Any] = {"state": worker.status or ("healthy" if worker.healthy else "unhealthy")}
+    view["routed"], view["load"] = worker.healthy, worker.load
+    if worker.priority is not None:
+        view["priority"] = worker.priority
+    return view
+
+
 def fleet_status(fleet: Fleet) -> FleetStatus:
-    """Where each member stands: the run record's phase and what the router lists right now."""
+    """Where each member stands: the run record's phase beside what the gateway lists right now."""
     workers: list[Worker] = []
     error = None
+    kind, detected = fleet.config.router.kind or "", False
     try:
         with open_router(fleet.config.router) as router:
+            kind, detected = router.kind, router.detected
             workers = router.workers()
     except K26Error as exc:
         error = exc.one_line()
-    listed = {w.url: w for w in workers}
+    listed: dict[str, Worker] = {}
+    for w in workers:  # a draining entry and a new one may share a URL: the routed one speaks for it
+        if w.url not in listed or w.healthy:
+            listed[w.url] = w
     record = LocalStore(fleet.name).load()
     members: dict[str, dict[str, Any]] = {}
     for member in fleet.members:
@@ -194,7 +216,8 @@ def fleet_status(fleet: Fleet) -> FleetStatus:
             "router": "unknown"
             if error
             else ("healthy" if worker and worker.healthy else "unhealthy" if worker else "not listed"),
+            "gateway": gateway_view(worker, error),
             "target_fingerprint": member.loaded.profile.fingerprint(),
             "deployed_fingerprint": state.fingerprint if state else None,
         }
-    return FleetStatus(fleet.name, fleet.config.router.url, error, workers, record, members)
+    return FleetStatus(fleet.name, fleet.config.router.url, error, workers, record, members, kind, detected)

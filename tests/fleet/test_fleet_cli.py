@@ -46,4 +46,5 @@ def test_status_of_a_fleet_whose_router_does_not_answer_is_exit_69(tmp_path: Pat
     env = {"XDG_STATE_HOME": str(tmp_path), "K26_TEST_ROUTER_KEY": "k"}
     proc = run_k26ctl("status", str(fleet_file(tmp_path)), env=env)
     assert proc.returncode == 69, proc.stderr
-    assert "did not answer GET /workers" in proc.stdout and "a  http://10.231.250.2:30000" in proc.stdout
+    # the kind is not named: asking the gateway what it is (GET /get_loads) is the first call
+    assert "did not answer GET /get_loads" in proc.stdout and "a  http://10.231.250.2:30000" in proc.stdout

@@ -231,3 +231,40 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 20.0) -> Non
         if time.monotonic() >= deadline:
             pytest.fail(f"waited {timeout:g} s for {what}")
         time.sleep(0.1)
+
+
+def test_status_shows_smgs_view_of_each_member_beside_k26ctls(
+    smg: SmgGateway, stubs: Any, smg_url: str, tmp_path: Path
+) -> None:
+    from k26ctl.resources import profiles_dir
+    from tests.support.cli import run_k26ctl
+
+    first, second = stubs(), stubs()
+    smg.add(first.url, timeout=20, settings={"priority": 60})
+    smg.add(second.url, timeout=20, settings={"priority": 60})
+    first.delay = second.delay = 5.0
+    sender = threading.Thread(target=chat, args=(smg_url,))
+    sender.start()
+    wait_for(lambda: first.running + second.running == 1, "a request in flight")
+    busy, idle = (first, second) if first.running else (second, first)
+    smg.take_out(busy.url, settle=30)  # SMG keeps counting the request the busy one still runs
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        f"""fleet:
+  name: smgstatus
+  profile: {profiles_dir() / "lab" / "ddtree-b7.yaml"}
+  router: {{url: "{smg_url}"}}
+  members:
+    - {{name: a, url: "{busy.url}", set: [host.address=a.invalid]}}
+    - {{name: b, url: "{idle.url}", set: [host.address=b.invalid]}}
+    - {{name: c, url: "http://127.0.0.1:9", set: [host.address=c.invalid]}}
+"""
+    )
+    proc = run_k26ctl("status", str(path), env={"XDG_STATE_HOME": str(tmp_path)})
+    sender.join(15)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"fleet smgstatus: smg (detected) {smg_url}: 1/2 worker(s) routed to")
+    assert "smg: draining, load 1" in lines[1] and "k26ctl: no roll recorded" in lines[1]
+    assert "smg: ready, load 0, priority 60" in lines[2]
+    assert "smg: not listed  k26ctl: no roll recorded" in lines[3]
