@@ -192,7 +192,8 @@ def fleet_status(fleet: Fleet) -> FleetStatus:
     """Where each member stands: the run record's phase beside what the gateway lists right now."""
     workers: list[Worker] = []
     error = None
-    kind, detected = fleet.config.router.kind or "", False
+    kind: str = fleet.config.router.kind or ""
+    detected = False
     try:
         with open_router(fleet.config.router) as router:
             kind, detected = router.kind, router.detected
