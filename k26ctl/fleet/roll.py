@@ -423,7 +423,7 @@ class Roll:
                 raise StepFailed("soak", "the router marked the worker unhealthy while soaking", "new")
 
     def _kept(self, member: MemberOps) -> dict[str, Any]:
-        """The gateway's settings for the member (priority, cost, labels) as they were at take-out."""
+        """The gateway's settings for the member (SMG: priority, cost) as they were at take-out."""
         assert self.record is not None
         return dict(self.record.members[member.name].gateway)
 

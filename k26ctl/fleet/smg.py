@@ -1,7 +1,7 @@
 """The gateway adapter for SMG (`smg` 1.13.0 on the registry, the line that continues sglang-router).
 
 Facts it relies on (each checked on 1.13.0 on loopback; file and line in docs/conformance.md):
-- `POST /workers {"url", "priority", "cost", "labels"}` answers 202 with a `worker_id` and registers in
+- `POST /workers {"url", "priority", "cost"}` answers 202 with a `worker_id` and registers in
   the background; `GET /workers/{id}` shows `status` (pending, ready, not_ready, failed, draining),
   `is_healthy`, `load` (the requests SMG has in flight on it), `priority`, `cost`, `labels` and, while
   a job runs, `job_status`. Only `ready` is routed to. A URL already listed is a 409.
@@ -32,8 +32,6 @@ from k26ctl.fleet.router import Router, RouterError, Worker, _Accepted, _Shape, 
 from k26ctl.termsafe import clean
 
 SMG_VERSION = "1.13.0"
-# labels SMG fills in from the worker's own server info: not settings of the operator's to carry over
-DISCOVERED_LABELS = frozenset({"model_path", "served_model_name"})
 MAX_SETTLE = 3600  # seconds: SMG keeps a draining entry this long at most if k26ctl never comes back
 
 
@@ -107,7 +105,7 @@ class SmgGateway(Router):
         interval: float = 0.2,
         settings: dict[str, Any] | None = None,
     ) -> Worker:
-        """Register `url` with `settings` (priority, cost, labels kept by `take_out`) and wait until
+        """Register `url` with `settings` (priority and cost kept by `take_out`) and wait until
         SMG lists it `ready`. A failed job, or the deadline, is an error."""
         url = normalize_url(url)
         deadline = self._clock() + timeout
@@ -172,22 +170,21 @@ class SmgGateway(Router):
     def take_out(self, url: str, *, timeout: float = 10.0, settle: float = 0.0) -> dict[str, Any] | None:
         """Stop new requests to `url` and keep SMG counting the running ones: its drain window is set
         to `settle` seconds, then DELETE; confirmed once SMG lists it `draining` (or not at all).
-        Returns its priority, cost and labels for `add` to restore; None when it was not listed."""
+        Returns its priority and cost for `add` to restore; None when it was not listed. Labels are not
+        carried over: GET shows the operator's merged with those SMG read from the worker's server
+        info, and labels given at POST win over discovered ones, so re-posting them would pin the old
+        server's values (its version, its limits) on the new one."""
         url = normalize_url(url)
         deadline = self._clock() + timeout
         listed = self._until(deadline, lambda: self.find(url))
         if listed is None:
             return None
-        kept: dict[str, Any] = {
-            "labels": {k: v for k, v in (listed.labels or {}).items() if k not in DISCOVERED_LABELS}
-        }
+        kept: dict[str, Any] = {}
         if listed.priority is not None:
             kept["priority"] = listed.priority
         cost = self._cost(listed.id)
         if cost is not None:
             kept["cost"] = cost
-        if not kept["labels"]:
-            del kept["labels"]
         if listed.healthy and settle > 0:
             window = {"health": {"drain_settle_secs": min(MAX_SETTLE, math.ceil(settle))}}
             response = self._until(

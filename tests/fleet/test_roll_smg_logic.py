@@ -48,7 +48,7 @@ def test_the_settings_kept_at_take_out_are_given_back_at_add_and_survive_in_the_
     tmp_path: Path,
 ) -> None:
     smg, members, store = make_smg(tmp_path, counts=[0, 0])
-    kept = {"priority": 80, "cost": 2.0, "labels": {"zone": "a"}}
+    kept = {"priority": 80, "cost": 2.0}
     smg.kept[members[0].url] = kept
     events: list[RollEvent] = []
     result = run(smg, members, store, events, soak=0.5, poll=0.1, sync_interval=3600.0)
