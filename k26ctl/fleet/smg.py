@@ -6,8 +6,11 @@ Facts it relies on (each checked on 1.13.0 on loopback; file and line in docs/co
   `is_healthy`, `load` (the requests SMG has in flight on it), `priority`, `cost`, `labels` and, while
   a job runs, `job_status`. Only `ready` is routed to. A URL already listed is a 409.
 - `DELETE /workers/{id}` marks a ready worker `draining` (no new requests) and removes it after its
-  `health.drain_settle_secs` (5 s unless set); its `load` keeps counting the requests still running.
-  A second DELETE of a worker that is not ready removes it at once (no drain window for it).
+  `health.drain_settle_secs` (5 s unless set; the Python launcher has no flag for it); its `load`
+  keeps counting the requests still running. A second DELETE of a worker that is not ready removes
+  it at once (no drain window for it). The first removal job still runs when its window ends, and
+  it removes whatever worker is registered at that URL then, a new registration included: `add`
+  waits for the end of every window k26ctl opened on the URL before it registers it again.
 - `PATCH /workers/{id}` changes priority, cost, labels (merged) and the health overrides, including
   `drain_settle_secs`; the health overrides are not shown by GET.
 - SMG's health checker turns a worker that failed its `/health` probes ready again as soon as the
@@ -32,7 +35,9 @@ from k26ctl.fleet.router import Router, RouterError, Worker, _Accepted, _Shape, 
 from k26ctl.termsafe import clean
 
 SMG_VERSION = "1.13.0"
-MAX_SETTLE = 3600  # seconds: SMG keeps a draining entry this long at most if k26ctl never comes back
+DEFAULT_SETTLE = 5.0  # SMG's drain window for a worker without its own (the launcher sets none)
+MAX_WINDOW = 15.0  # seconds of SMG's own count at most; the worker's own load covers a longer drain
+WINDOW_MARGIN = 1.0  # the removal job runs just after its window: register only past this much more
 
 
 class _SmgEntry(_Shape):
@@ -75,6 +80,20 @@ class SmgGateway(Router):
     shape = "SMG 1.13"
     speaks = "the SMG 1.13 worker API"
 
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        super().__init__(url, **kwargs)
+        self._windows: dict[str, float] = {}  # url -> when the last drain window k26ctl opened ends
+
+    def _opened_window(self, url: str, seconds: float) -> None:
+        self._windows[url] = max(self._windows.get(url, 0.0), self._clock() + seconds + WINDOW_MARGIN)
+
+    def _await_windows(self, url: str) -> None:
+        """Let an earlier removal job of `url` end before it is registered again (else that job
+        removes the new registration). Bounded by MAX_WINDOW + WINDOW_MARGIN."""
+        left = self._windows.pop(url, 0.0) - self._clock()
+        if left > 0:
+            self._sleep(left)
+
     def version(self) -> str:
         """`smg-1.13.0` as SMG states it in `/get_loads` ('' when it does not say)."""
         response = self._call("GET", "/get_loads")
@@ -108,6 +127,7 @@ class SmgGateway(Router):
         """Register `url` with `settings` (priority and cost kept by `take_out`) and wait until
         SMG lists it `ready`. A failed job, or the deadline, is an error."""
         url = normalize_url(url)
+        self._await_windows(url)
         deadline = self._clock() + timeout
         worker_id = self._register(url, deadline, settings)
         last_job: dict[str, Any] | None = None
@@ -123,8 +143,10 @@ class SmgGateway(Router):
             if listed is not None and listed.healthy:
                 return listed
             if listed is not None and listed.draining:
-                # an earlier removal's drain window still holds the URL: end it, then register anew
+                # a removal's drain window (not k26ctl's) still holds the URL: end it, let its job
+                # end, then register anew
                 self._delete(listed.id)
+                self._sleep(WINDOW_MARGIN)
                 worker_id = ""
             elif listed is None and not worker_id:
                 worker_id = self._register(url, deadline, settings)
@@ -160,6 +182,8 @@ class SmgGateway(Router):
         while listed is not None:
             if listed.status != deleted_as:  # once per state: ready -> draining -> gone
                 self._until(deadline, partial(self._delete, listed.id))
+                if listed.healthy:  # a drain window opens, its own length unknown: SMG's default
+                    self._opened_window(url, DEFAULT_SETTLE)
                 deleted_as = listed.status
             if self._clock() >= deadline:
                 raise RouterError(f"gateway {self.url}: {url} still listed {timeout:g} s after DELETE")
@@ -169,7 +193,8 @@ class SmgGateway(Router):
 
     def take_out(self, url: str, *, timeout: float = 10.0, settle: float = 0.0) -> dict[str, Any] | None:
         """Stop new requests to `url` and keep SMG counting the running ones: its drain window is set
-        to `settle` seconds, then DELETE; confirmed once SMG lists it `draining` (or not at all).
+        to `settle` seconds (MAX_WINDOW at most), then DELETE; confirmed once SMG lists it
+        `draining` (or not at all). A drain longer than the window goes on on the worker's own load.
         Returns its priority and cost for `add` to restore; None when it was not listed. Labels are not
         carried over: GET shows the operator's merged with those SMG read from the worker's server
         info, and labels given at POST win over discovered ones, so re-posting them would pin the old
@@ -185,8 +210,9 @@ class SmgGateway(Router):
         cost = self._cost(listed.id)
         if cost is not None:
             kept["cost"] = cost
+        window_s = min(MAX_WINDOW, float(math.ceil(settle))) if settle > 0 else DEFAULT_SETTLE
         if listed.healthy and settle > 0:
-            window = {"health": {"drain_settle_secs": min(MAX_SETTLE, math.ceil(settle))}}
+            window = {"health": {"drain_settle_secs": int(window_s)}}
             response = self._until(
                 deadline, lambda: self._call("PATCH", f"/workers/{listed.id}", json=window)
             )
@@ -195,6 +221,8 @@ class SmgGateway(Router):
                     f"gateway {self.url}: PATCH /workers/{listed.id} answered {response.status_code}"
                 )
         self._until(deadline, lambda: self._delete(listed.id))
+        if listed.healthy:
+            self._opened_window(url, window_s)
         while True:
             now = self._until(deadline, lambda: self.find(url))
             if now is None or not now.healthy:

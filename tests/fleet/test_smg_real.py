@@ -116,6 +116,22 @@ def test_take_out_holds_smgs_drain_window_with_its_own_count(
     assert smg.find(stub.url) is None
 
 
+def test_a_member_put_back_outlives_the_removal_job_of_its_take_out(smg: SmgGateway, stubs: Any) -> None:
+    """SMG's first removal job wakes at the end of its window and removes whatever is registered at
+    the URL then: `add` registers again only past that point, so the new entry stays."""
+    stub = stubs()
+    first = smg.add(stub.url, timeout=20)
+    t0 = time.monotonic()
+    smg.take_out(stub.url, settle=3)
+    assert smg.in_flight(stub.url) == 0
+    assert smg.remove(stub.url) is True  # the window ended early: no entry while "deploying"
+    again = smg.add(stub.url, timeout=20)
+    assert again.id != first.id and time.monotonic() - t0 >= 3.0
+    time.sleep(2.0)  # past the removal job's wake-up
+    listed = smg.find(stub.url)
+    assert listed is not None and listed.id == again.id and listed.healthy
+
+
 class StubMember:
     """`MemberOps` for a stub worker: its deploy restarts it (health 503, then 200) into `answer`."""
 
