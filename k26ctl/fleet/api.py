@@ -68,7 +68,7 @@ def _gateway(url: str, config: RouterConfig, key: str | None) -> Router:
 def gateway_note(gateway: Router) -> str:
     """Which gateway the roll speaks to, and how k26ctl knows."""
     how = "detected from its /get_loads; name it with router.kind" if gateway.detected else "router.kind"
-    return f"gateway {gateway.url}: {gateway.kind} ({how})"
+    return f"{gateway.kind} at {gateway.url} ({how})"
 
 
 def roll_options(fleet: Fleet, **overrides: Any) -> RollOptions:

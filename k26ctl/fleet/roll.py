@@ -372,9 +372,9 @@ class Roll:
         """Wait on the gateway's own count of the member's running requests (SMG lists a worker taken
         out as draining, with its load), then end its drain window: the entry goes, so nothing the
         gateway does can route to the member before the roll's verdict. sglang-router keeps no count."""
-        zero_reads, counted, count = 0, False, self.router.in_flight(member.url)
+        zero_reads, first, count = 0, None, self.router.in_flight(member.url)
         while count is not None:
-            counted = True
+            first = count if first is None else first
             zero_reads = zero_reads + 1 if count == 0 else 0
             if zero_reads >= 2:
                 break
@@ -387,10 +387,9 @@ class Roll:
             self._check_cancel()
             self._sleep(self.opts.poll)
             count = self.router.in_flight(member.url)
-        if counted:
-            self._emit(
-                "step", member.name, "the gateway counts no request in flight", {"gateway_drained": True}
-            )
+        if first is not None:
+            message = f"its count of requests in flight went from {first} to 0"
+            self._emit("gateway", member.name, message, {"first": first})
             with self._lock:
                 self.router.remove(member.url, timeout=self.opts.remove_timeout)
 

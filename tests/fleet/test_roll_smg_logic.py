@@ -25,8 +25,11 @@ def test_the_drain_waits_for_the_gateways_own_count_then_ends_its_window(tmp_pat
     smg, members, store = make_smg(tmp_path, counts=[3, 1, 0, 0])
     members[0].loads = [0]  # the worker itself is idle at once: only the gateway's count holds the drain
     members[1].changes = False  # already at the target: h1 alone rolls
-    result = run(smg, members, store, soak=0.5, poll=0.1, sync_interval=3600.0)
+    events: list[RollEvent] = []
+    result = run(smg, members, store, events, soak=0.5, poll=0.1, sync_interval=3600.0)
     assert result.status == rec.DONE
+    said = [e.message for e in events if e.kind == "gateway" and e.member == "h1"]
+    assert said == ["its count of requests in flight went from 3 to 0"]
     h1 = members[0].url
     ops = [op for op, url in smg.log if url == h1]
     # take out, four reads of SMG's count (3, 1, 0, 0: zero twice), the removal ends the window, add
