@@ -372,7 +372,7 @@ class Roll:
         """Wait on the gateway's own count of the member's running requests (SMG lists a worker taken
         out as draining, with its load), then end its drain window: the entry goes, so nothing the
         gateway does can route to the member before the roll's verdict. sglang-router keeps no count."""
-        zero_reads, first, count = 0, None, self.router.in_flight(member.url)
+        zero_reads, first, count = 0, None, self._gateway_count(member)
         while count is not None:
             first = count if first is None else first
             zero_reads = zero_reads + 1 if count == 0 else 0
@@ -386,12 +386,22 @@ class Roll:
                 )
             self._check_cancel()
             self._sleep(self.opts.poll)
-            count = self.router.in_flight(member.url)
+            count = self._gateway_count(member)
         if first is not None:
-            message = f"its count of requests in flight went from {first} to 0"
-            self._emit("gateway", member.name, message, {"first": first})
+            if zero_reads >= 2:
+                message = f"its count of requests in flight went from {first} to 0"
+                self._emit("gateway", member.name, message, {"first": first})
             with self._lock:
-                self.router.remove(member.url, timeout=self.opts.remove_timeout)
+                self._quietly_remove(member)  # ends the window; a restarted gateway holds nothing anyway
+
+    def _gateway_count(self, member: MemberOps) -> int | None:
+        """The gateway's count for the member; None when it keeps none or does not answer now (a
+        restarted gateway forgot the member: the worker's own load decides the drain then)."""
+        try:
+            return self.router.in_flight(member.url)
+        except K26Error as exc:
+            self._emit("warning", member.name, f"the gateway's drain count: {exc.message}")
+            return None
 
     def _add(self, member: MemberOps) -> None:
         with self._lock:

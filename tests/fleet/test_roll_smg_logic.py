@@ -72,3 +72,27 @@ def test_a_draining_entry_is_not_in_service_for_the_resync(tmp_path: Path) -> No
     result = run(smg, members, store, soak=0.5, poll=0.1, sync_interval=3600.0)
     assert result.status == rec.DONE
     assert ("add", members[1].url) in smg.log  # re-admitted by the resync: a draining entry is not service
+
+
+def test_a_gateway_that_stops_answering_mid_drain_leaves_the_drain_to_the_workers_own_load(
+    tmp_path: Path,
+) -> None:
+    from k26ctl.errors import UnreachableError
+
+    smg, members, store = make_smg(tmp_path, counts=[2])
+    answers = iter([2])
+
+    def in_flight(url: str) -> int | None:
+        for count in answers:
+            return count
+        raise UnreachableError("gateway did not answer GET /workers")  # SMG restarting
+
+    smg.in_flight = in_flight  # type: ignore[method-assign]
+    members[0].loads = [1, 0, 0]
+    members[1].changes = False
+    events: list[RollEvent] = []
+    result = run(smg, members, store, events, soak=0.5, poll=0.1, sync_interval=3600.0)
+    assert result.status == rec.DONE
+    assert "load" in members[0].calls and members[0].loads == [0]  # the worker's own load was read down
+    warned = [e.message for e in events if e.kind == "warning" and e.member == "h1"]
+    assert warned == ["the gateway's drain count: gateway did not answer GET /workers"]
