@@ -68,7 +68,10 @@ def _gateway(url: str, config: RouterConfig, key: str | None) -> Router:
 def gateway_note(gateway: Router) -> str:
     """Which gateway the roll speaks to, and how k26ctl knows."""
     how = "detected from its /get_loads; name it with router.kind" if gateway.detected else "router.kind"
-    return f"{gateway.kind} at {gateway.url} ({how})"
+    note = f"{gateway.kind} at {gateway.url} ({how})"
+    if gateway.kind == "smg":  # said plainly: the canary's exposure is its equal share for the soak
+        note += "; no routing policy of SMG reads priority or cost, so the canary gets an equal share"
+    return note
 
 
 def roll_options(fleet: Fleet, **overrides: Any) -> RollOptions:
