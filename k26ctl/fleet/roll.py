@@ -389,7 +389,11 @@ class Roll:
             count = self._gateway_count(member)
         if first is not None:
             if zero_reads >= 2:
-                message = f"its count of requests in flight went from {first} to 0"
+                message = (
+                    f"its count of requests in flight went from {first} to 0"
+                    if first
+                    else "it counted no request in flight"
+                )
                 self._emit("gateway", member.name, message, {"first": first})
             with self._lock:
                 self._quietly_remove(member)  # ends the window; a restarted gateway holds nothing anyway
