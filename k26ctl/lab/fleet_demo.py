@@ -20,6 +20,7 @@ from k26ctl.errors import UsageError
 from k26ctl.fleet.api import roll_fleet, roll_options
 from k26ctl.fleet.model import load_fleet
 from k26ctl.fleet.roll import RollEvent, RollResult
+from k26ctl.fleet.router_process import LAUNCHERS
 from k26ctl.lab.fleet import lab_fleet_up, load_state
 from k26ctl.lab.load import LoadReport, run_load
 
@@ -68,6 +69,8 @@ def run_fleet_demo(
     *,
     gateway: str = "sglang-router",
 ) -> list[DemoRoll]:
+    if gateway not in LAUNCHERS:
+        raise UsageError(f"--gateway {gateway}: not a gateway k26ctl runs", f"one of: {', '.join(LAUNCHERS)}")
     state = load_state(name)
     if state is not None and state.gateway != gateway:
         raise UsageError(
