@@ -21,7 +21,10 @@ def demo_command(
         False, "--bisect", help="Last, bisect the first bad DDTree budget, then reset."
     ),
     fleet: bool = typer.Option(
-        False, "--fleet", help="Instead: 3 lab hosts behind sglang-router, a good roll and a halted one."
+        False, "--fleet", help="Instead: 3 lab hosts behind a gateway, a good roll, a halted one, the resume."
+    ),
+    gateway: str = typer.Option(
+        "sglang-router", "--gateway", help="With --fleet: the gateway, sglang-router (0.3.2) or smg (1.13.0)."
     ),
     html: Path | None = typer.Option(
         None, "--html", metavar="DIR", help="Write each step's HTML report into DIR (extra: report)."
@@ -57,7 +60,7 @@ def demo_command(
     if html is not None:
         _check_html_dir(html)
     if fleet:
-        _fleet_demo("k26fleet" if name == "k26lab" else name, verbose, html)
+        _fleet_demo("k26fleet" if name == "k26lab" else name, verbose, html, gateway)
     if gpu:
         _gpu_demo("k26gpu" if name == "k26lab" else name, verbose, html, gpu_steps, record)
     elif gpu_steps:
@@ -127,7 +130,7 @@ def _write_pages(outcomes: list[DemoOutcome], directory: Path) -> None:
             _write_page(document, directory / _page_name(outcome.name))
 
 
-def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
+def _fleet_demo(name: str, verbose: bool, html: Path | None = None, gateway: str = "sglang-router") -> None:
     from k26ctl.cli.present.fleet import progress
     from k26ctl.lab.fleet_demo import run_fleet_demo
 
@@ -135,7 +138,7 @@ def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
         if verbose or getattr(event, "kind", "") != "deploy":
             progress(event)
 
-    rolls = run_fleet_demo(name, lambda text: print(text, flush=True), show)
+    rolls = run_fleet_demo(name, lambda text: print(text, flush=True), show, gateway=gateway)
     if html is not None:
         for roll in rolls:
             document: dict[str, Any] = {**roll.result.to_json(), "load": roll.load.to_json()}
