@@ -73,6 +73,7 @@ class DeployResult:
     diff: str = ""
     steps: list[StepResult] = field(default_factory=list)
     kind: str = "deploy"  # deploy | rollback
+    accept_baseline: dict[str, Any] | None = None  # the accept length against its configuration's baseline
 
     @property
     def smoke_passed(self) -> bool | None:
@@ -114,6 +115,7 @@ class DeployResult:
             "host_state": self.host_state,
             "smoke_reason": self.smoke_reason,
             "smoke": smoke,
+            "accept_baseline": self.accept_baseline,
             "plan": self.plan.to_json() if self.plan else None,
             "diff": self.diff or None,
             "steps": [

@@ -385,6 +385,7 @@ def _smoke(run: DeployRun) -> None:
         summary = report.summary()
         if report.passed:
             handle.ok(summary)
+            _accept_baseline(run, report)
         else:
             handle.failed(summary)
             result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "smoke"
@@ -392,6 +393,39 @@ def _smoke(run: DeployRun) -> None:
             result.message = "the server answers, but smoke failed" + (
                 f" ({', '.join(detectors[:6])}{', ...' if len(detectors) > 6 else ''})" if detectors else ""
             )
+
+
+def _accept_baseline(run: DeployRun, report: Any) -> None:
+    """The passing run's accept length against its configuration's baseline on this host; a run that
+    does not fall below the warning mark becomes a sample of that baseline."""
+    from k26ctl.deploy import accept_baseline as ab
+
+    measured = report.measured_accept_length
+    profile, result = run.profile, run.result
+    if measured is None or profile.spec.algorithm.value == "NONE" or run.facts is None:
+        return
+    with run.log.step("accept-baseline", "comparing the accept length with its baseline") as handle:
+        try:
+            data = ab.read_baselines(run.host, profile.service.name)
+        except K26Error as exc:
+            handle.failed(exc.one_line())
+            return
+        key = ab.config_key(profile, run.facts.sglang_version)
+        found = ab.compare(
+            data, key, measured, ab.smoke_tokens_per_s(report), fail_ratio=profile.smoke.accept_fail_ratio
+        )
+        result.accept_baseline = found.to_json()
+        if found.status == "failed":
+            handle.failed(found.message)
+            result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "accept-baseline"
+            result.message = found.message
+            return
+        if found.status == "warning":
+            run.log.emit("warning", found.message)
+        if ab.records_baseline(found):
+            data.add(key, ab.sample_of(measured, found.tokens_per_s, "deploy smoke"))
+            ab.write_baselines(run.host, profile.service.name, data)
+        handle.ok(("warning: " if found.status == "warning" else "") + found.message)
 
 
 def _prior_accept(run: DeployRun) -> PriorAccept | None:
@@ -415,6 +449,7 @@ def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
         "summary": result.smoke.summary(),
         # what the next smoke of the same configuration is judged against (deploy/history.py)
         "accept_length": round(measured, 4) if measured is not None else None,
+        "accept_baseline": result.accept_baseline,
     }
 
 
