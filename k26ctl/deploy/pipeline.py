@@ -385,7 +385,6 @@ def _smoke(run: DeployRun) -> None:
         summary = report.summary()
         if report.passed:
             handle.ok(summary)
-            _accept_baseline(run, report)
         else:
             handle.failed(summary)
             result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "smoke"
@@ -393,10 +392,12 @@ def _smoke(run: DeployRun) -> None:
             result.message = "the server answers, but smoke failed" + (
                 f" ({', '.join(detectors[:6])}{', ...' if len(detectors) > 6 else ''})" if detectors else ""
             )
+    if result.smoke is not None:
+        _accept_baseline(run, result.smoke)
 
 
 def _accept_baseline(run: DeployRun, report: Any) -> None:
-    """The passing run's accept length against its configuration's baseline on this host; a run that
+    """The run's accept length against its configuration's baseline on this host; a passing run that
     does not fall below the warning mark becomes a sample of that baseline."""
     from k26ctl.deploy import accept_baseline as ab
 
@@ -417,12 +418,11 @@ def _accept_baseline(run: DeployRun, report: Any) -> None:
         result.accept_baseline = found.to_json()
         if found.status == "failed":
             handle.failed(found.message)
-            result.verdict, result.exit_code, result.failure = "failed", ExitCode.FAILED, "accept-baseline"
-            result.message = found.message
+            if result.verdict != "failed":
+                result.verdict, result.exit_code = "failed", ExitCode.FAILED
+                result.failure, result.message = "accept-baseline", found.message
             return
-        if found.status == "warning":
-            run.log.emit("warning", found.message)
-        if ab.records_baseline(found):
+        if report.passed and ab.records_baseline(found):
             data.add(key, ab.sample_of(measured, found.tokens_per_s, "deploy smoke"))
             ab.write_baselines(run.host, profile.service.name, data)
         handle.ok(("warning: " if found.status == "warning" else "") + found.message)
