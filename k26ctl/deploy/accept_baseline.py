@@ -120,6 +120,10 @@ class BaselineFile(BaseModel):
         ]
         return max(matches, key=lambda e: e.samples[-1].when, default=None)
 
+    def for_config(self, key: dict[str, Any]) -> Entry | None:
+        """The key's entry, else the newest of the same configuration on another release."""
+        return self.entry(key) or self.same_config_other_release(key)
+
     def add(self, key: dict[str, Any], sample: Sample) -> None:
         entry = self.entries.setdefault(key_id(key), Entry(key=key))
         entry.samples = [*entry.samples, sample][-MAX_SAMPLES:]
