@@ -256,3 +256,34 @@ def smoke_tokens_per_s(report: Any) -> float | None:
     timed = [r for r in report.results if r.completion_tokens and r.elapsed > 0]
     seconds = sum(r.elapsed for r in timed)
     return round(sum(r.completion_tokens for r in timed) / seconds, 2) if seconds else None
+
+
+def judge_on_host(
+    host: Host, profile: Profile, report: Any, *, source: str, version: str | None = None
+) -> Comparison | None:
+    """A smoke report's accept length against its configuration's baseline on `host`; a passing run at
+    or above the warning mark is recorded as a sample. None without speculation or a measured value.
+    `version` is the host's SGLang release (found on the host when not given)."""
+    measured = report.measured_accept_length
+    if measured is None or profile.spec.algorithm.value == "NONE":
+        return None
+    if version is None:
+        version = _host_version(host, profile)
+    data = read_baselines(host, profile.service.name)
+    key = config_key(profile, version)
+    rate, fail_ratio = smoke_tokens_per_s(report), profile.smoke.accept_fail_ratio
+    found = compare(data, key, measured, rate, fail_ratio=fail_ratio)
+    if report.passed and records_baseline(found):
+        data.add(key, sample_of(measured, found.tokens_per_s, source))
+        write_baselines(host, profile.service.name, data)
+    return found
+
+
+def _host_version(host: Host, profile: Profile) -> str | None:
+    from k26ctl.errors import K26Error
+    from k26ctl.patches.host import locate_sglang
+
+    try:
+        return locate_sglang(host, profile).version or profile.sglang.version
+    except K26Error:
+        return profile.sglang.version

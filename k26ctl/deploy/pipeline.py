@@ -399,22 +399,20 @@ def _smoke(run: DeployRun) -> None:
 def _accept_baseline(run: DeployRun, report: Any) -> None:
     """The run's accept length against its configuration's baseline on this host; a passing run that
     does not fall below the warning mark becomes a sample of that baseline."""
-    from k26ctl.deploy import accept_baseline as ab
+    from k26ctl.deploy.accept_baseline import judge_on_host
 
-    measured = report.measured_accept_length
     profile, result = run.profile, run.result
-    if measured is None or profile.spec.algorithm.value == "NONE" or run.facts is None:
+    if report.measured_accept_length is None or profile.spec.algorithm.value == "NONE" or run.facts is None:
         return
     with run.log.step("accept-baseline", "comparing the accept length with its baseline") as handle:
         try:
-            data = ab.read_baselines(run.host, profile.service.name)
+            found = judge_on_host(
+                run.host, profile, report, source="deploy smoke", version=run.facts.sglang_version
+            )
         except K26Error as exc:
             handle.failed(exc.one_line())
             return
-        key = ab.config_key(profile, run.facts.sglang_version)
-        found = ab.compare(
-            data, key, measured, ab.smoke_tokens_per_s(report), fail_ratio=profile.smoke.accept_fail_ratio
-        )
+        assert found is not None
         result.accept_baseline = found.to_json()
         if found.status == "failed":
             handle.failed(found.message)
@@ -422,9 +420,6 @@ def _accept_baseline(run: DeployRun, report: Any) -> None:
                 result.verdict, result.exit_code = "failed", ExitCode.FAILED
                 result.failure, result.message = "accept-baseline", found.message
             return
-        if report.passed and ab.records_baseline(found):
-            data.add(key, ab.sample_of(measured, found.tokens_per_s, "deploy smoke"))
-            ab.write_baselines(run.host, profile.service.name, data)
         handle.ok(("warning: " if found.status == "warning" else "") + found.message)
 
 

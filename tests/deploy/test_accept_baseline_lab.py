@@ -1,6 +1,7 @@
 """A deploy of a known configuration after its drafter got weaker (same files and flags, the stand-in's
 n-gram drafter cut to a shorter context): the warning names both accept lengths; with the user's
-failure ratio the same drop fails the deploy. Real lab host, real deploys."""
+failure ratio the same drop fails the deploy; `smoke PROFILE` and `status` show the baseline beside the
+value. Real lab host, real deploys."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def test_a_weaker_drafter_under_a_known_key_warns_with_both_numbers_then_fails_b
     code, failed = k26_json("deploy", PROFILE, *strict, "--yes", "--smoke")
     assert code == 1 and failed["accept_baseline"]["status"] == "failed"
     assert failed["accept_baseline"]["baseline"] == recorded  # the warned run did not move it
+
+    code, smoked = k26_json("smoke", PROFILE, *lab_sets(lab_host, NO_FLOOR, WEAKER))
+    assert smoked["accept_baseline"]["baseline"] == recorded, smoked["accept_baseline"]
+    assert f"(baseline {recorded:.2f})" in smoked["summary"]
 
     shown = run_k26ctl("status", PROFILE, *lab_sets(lab_host), timeout=120)
     assert f"(baseline {recorded:.2f} BELOW)" in shown.stdout
