@@ -77,9 +77,12 @@ def test_accept_length_one_after_an_upgrade_names_the_earlier_release() -> None:
 def test_samples_are_bounded_and_the_file_round_trips() -> None:
     key = ab.config_key(profile(), "0.5.15")
     data = with_samples(key, *[3.0 + i / 100 for i in range(20)])
-    assert len(data.entry(key).samples) == ab.MAX_SAMPLES
-    again = ab.parse_baselines(data.to_text().encode(), "host:/var/lib/k26ctl/x/accept-baselines.json")
-    assert again.entry(key).accept_length == data.entry(key).accept_length
+    entry = data.entry(key)
+    assert entry is not None and len(entry.samples) == ab.MAX_SAMPLES
+    again = ab.parse_baselines(data.to_text().encode(), "host:/var/lib/k26ctl/x/accept-baselines.json").entry(
+        key
+    )
+    assert again is not None and again.accept_length == entry.accept_length
 
 
 @pytest.mark.parametrize(
