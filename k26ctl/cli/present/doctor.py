@@ -30,7 +30,8 @@ def doctor_text(report: Any) -> str:
             f"{clean(row.seen, limit=400)}"
         )
         if row.affects and row.status not in ("match", "info"):
-            lines.append(f"{'':<8} {'':<40} {'':<12} affects: {clean(row.affects, limit=400)}")
+            label = "hint" if row.area == "rules" else "affects"
+            lines.append(f"{'':<8} {'':<40} {'':<12} {label}: {clean(row.affects, limit=400)}")
     counts = ", ".join(f"{n} {MARK.get(s, s)}" for s, n in sorted(report.to_json()["summary"].items()))
     lines.append(f"summary: {counts}")
     if report.bundle:
