@@ -52,7 +52,8 @@ def read_bundle(path: str | Path) -> Facts:
     from k26ctl.termsafe import clean
 
     where = clean(str(path), limit=200)
-    raw = inputs.read_bytes(path, what="doctor bundle", max_bytes=MAX_BYTES, hint=HINT)
+    written = "give a file that `k26ctl doctor PROFILE --bundle FILE` wrote"
+    raw = inputs.read_bytes(path, what="doctor bundle", max_bytes=MAX_BYTES, hint=written)
     try:
         doc = jsonsafe.loads(raw)
     except ValueError as exc:

@@ -39,7 +39,7 @@ GPU_QUERY = (
 )
 CUDA_VERSION = re.compile(r"CUDA Version:\s*([0-9.]+)")
 NVCC_RELEASE = re.compile(r"release ([0-9.]+)")
-JOURNAL_SCAN = 20000  # newest journal entries searched for the last start
+JOURNAL_SCAN = 5000  # newest journal entries searched for the last start
 KEEP_HEAD, KEEP_TAIL = 1500, 1500  # lines of one load kept: its start, and its latest
 # systemd's own line as it starts the unit: the load begins after the last one
 STARTING = re.compile(r"^(Starting|Started) ")
