@@ -268,3 +268,28 @@ def test_the_cli_explains_a_bundle_and_refuses_a_damaged_one_without_a_traceback
     assert len([line for line in refused.stderr.splitlines() if line.startswith("error")]) == 1
     both = run_k26ctl("doctor", "profiles/lab/base.yaml", "--explain", str(good), env=env)
     assert both.returncode == 2
+
+
+def test_a_source_tree_s_revision_and_local_changes_are_read_without_writing(tmp_path: Path) -> None:
+    import subprocess
+
+    from k26ctl.doctor.collect import _tree
+    from k26ctl.remote.local import LocalHost
+
+    package = tmp_path / "sglang-src" / "python" / "sglang"
+    package.mkdir(parents=True)
+    (package / "version.py").write_text('__version__ = "0.5.15"\n')
+    (package / "triton_backend.py").write_text("num_draft_tokens = 8\n")
+    git = ["git", "-C", str(tmp_path / "sglang-src"), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "release"], ["tag", "v0.5.15"]):
+        subprocess.run([*git, *args], check=True)
+    (package / "triton_backend.py").write_text("num_draft_tokens = 17\n")
+    index = tmp_path / "sglang-src" / ".git" / "index"
+    before = index.stat().st_mtime_ns
+    tree = _tree(LocalHost(), str(package))
+    assert tree.git and tree.describe == "v0.5.15-dirty" and tree.revision and len(tree.revision) == 40
+    assert tree.changed == [" M python/sglang/triton_backend.py"]
+    assert index.stat().st_mtime_ns == before  # optional locks off: git status refreshed no index
+    row = rows_by(facts(tree=tree.model_dump()))["source tree"]
+    assert row.status == "new" and "1 local change(s): python/sglang/triton_backend.py" in row.seen
+    assert _tree(LocalHost(), str(tmp_path)).git is False  # an installed package: no git tree
