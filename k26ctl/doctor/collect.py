@@ -139,7 +139,7 @@ def _tree(host: Host, root: str) -> TreeFacts:
         missing = "not found" in top.stderr or top.returncode == 127
         return TreeFacts(git=False, error="git is not installed on the host" if missing else None)
     lines = top.stdout.split()
-    described = host.run([*git, "describe", "--tags", "--always", "--dirty"], timeout=30)
+    described = host.run([*git, "describe", "--tags", "--always"], timeout=30)
     status = host.run([*git, "status", "--porcelain", "--untracked-files=no"], timeout=60)
     return TreeFacts(
         git=True,

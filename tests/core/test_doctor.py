@@ -287,7 +287,7 @@ def test_a_source_tree_s_revision_and_local_changes_are_read_without_writing(tmp
     index = tmp_path / "sglang-src" / ".git" / "index"
     before = index.stat().st_mtime_ns
     tree = _tree(LocalHost(), str(package))
-    assert tree.git and tree.describe == "v0.5.15-dirty" and tree.revision and len(tree.revision) == 40
+    assert tree.git and tree.describe == "v0.5.15" and tree.revision and len(tree.revision) == 40
     assert tree.changed == [" M python/sglang/triton_backend.py"]
     assert index.stat().st_mtime_ns == before  # optional locks off: git status refreshed no index
     row = rows_by(facts(tree=tree.model_dump()))["source tree"]
