@@ -18,6 +18,8 @@ from k26ctl.validate.crossflag import journal_accept_findings
 from k26ctl.validate.releases import version_key
 
 BAD = ("unreadable", "error")
+# lines that read like an error without being one of the fatal lines readiness matches
+ERROR_LOOKING = re.compile(r"\b(?:ERROR|CRITICAL|FATAL)\b|Traceback \(most recent call last\)|\w+Error: ")
 MAX_LISTED = 8
 
 
@@ -189,6 +191,26 @@ def _journal_rows(facts: Facts, inv: Inventory) -> list[Row]:
                     entry.affects,
                 )
             )
+    rows.extend(_error_line_rows(journal.lines))
+    return rows
+
+
+def _error_line_rows(lines: list[str]) -> list[Row]:
+    """Fatal lines readiness knows (an error on a running host is worth a look), and error-looking
+    lines it does not know: new to the inventory, so a deploy would not stop on them."""
+    from k26ctl.deploy.journal_scan import fatal_pattern
+
+    fatal = [(name, line) for line in lines if (name := fatal_pattern(line))]
+    unknown = [line for line in lines if ERROR_LOOKING.search(line) and not fatal_pattern(line)]
+    rows = []
+    if fatal:
+        name, line = fatal[-1]
+        seen = f"{len(fatal)} fatal line(s), the last ({name}): {line[:300]}"
+        rows.append(Row("journal", "fatal lines", "error", seen, "deploy's readiness fails on these"))
+    if unknown:
+        seen = f"{len(unknown)} line(s), the first: {unknown[0][:300]}"
+        affects = "readiness does not stop on them; if the server died, the process exit still shows it"
+        rows.append(Row("journal", "error-looking lines", "new", seen, affects))
     return rows
 
 

@@ -293,3 +293,15 @@ def test_a_source_tree_s_revision_and_local_changes_are_read_without_writing(tmp
     row = rows_by(facts(tree=tree.model_dump()))["source tree"]
     assert row.status == "new" and "1 local change(s): python/sglang/triton_backend.py" in row.seen
     assert _tree(LocalHost(), str(tmp_path)).git is False  # an installed package: no git tree
+
+
+def test_fatal_and_unknown_error_lines_of_the_load_are_rows() -> None:
+    lines = [
+        "Starting s.service",
+        "Scheduler hit an exception: Traceback (most recent call last):",
+        "[2026-12-05 08:00:00] ERROR: NCCL warmup took long",
+    ]
+    by = rows_by(facts(journal={"lines": lines}))
+    assert by["fatal lines"].status == "error" and "subprocess-exception" in by["fatal lines"].seen
+    assert by["error-looking lines"].status == "new" and "NCCL warmup" in by["error-looking lines"].seen
+    assert "fatal lines" not in rows_by(facts()) and "error-looking lines" not in rows_by(facts())
