@@ -203,6 +203,23 @@ class SmokeConfig(_Model):
     accept_fail_ratio: float | None = Field(default=None, gt=0, le=1)
 
 
+class RestartConfig(_Model):
+    """What keeps a restart short: kernel caches that survive it, and weights read before the stop."""
+
+    # Triton, Inductor, DeepGEMM and SGLang's own caches in a directory that outlives the process:
+    # systemd's CacheDirectory=<service name> (/var/cache/<name>) unless jit_cache_dir names one
+    jit_cache: bool = True
+    jit_cache_dir: str | None = Field(default=None, pattern=r"^/[^\s]*$")
+    # Read the next start's weight files into the page cache while the old server still serves:
+    # auto (when less than 90 % of them is resident), always, never
+    readahead: Literal["auto", "always", "never"] = "auto"
+    readahead_rate_mb_s: float = Field(default=1000.0, gt=0)  # an I/O budget the old server can live with
+    readahead_max_seconds: float = Field(default=1800.0, gt=0)
+    # The release's own loading flags (their names differ per release; validate checks them)
+    loader_prefetch_checkpoints: bool | None = None  # --weight-loader-prefetch-checkpoints
+    loader_threads: int | None = Field(default=None, ge=1, le=256)  # --model-loader-extra-config
+
+
 class Profile(_Model):
     name: str | None = None
     description: str | None = None
@@ -213,6 +230,7 @@ class Profile(_Model):
     patches: list[str] = Field(default_factory=list)
     readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
     smoke: SmokeConfig = Field(default_factory=SmokeConfig)
+    restart: RestartConfig = Field(default_factory=RestartConfig)
 
     @property
     def served_name(self) -> str:

@@ -11,6 +11,7 @@ secret itself never appears in the unit or in k26ctl's output.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -235,6 +236,12 @@ def render_launch(profile: Profile) -> LaunchSpec:
         env_refs[len(argv)] = check_env_name(sg.api_key_env, "sglang.api_key_env")
         argv.append(str(EnvRef(sg.api_key_env)))
 
+    restart = profile.restart
+    switch("--weight-loader-prefetch-checkpoints", bool(restart.loader_prefetch_checkpoints))
+    if restart.loader_threads is not None:
+        extra = {"enable_multithread_load": True, "num_threads": restart.loader_threads}
+        opt("--model-loader-extra-config", json.dumps(extra, separators=(",", ":")))
+    env.update(jit_cache_env(profile))
     argv.extend(sg.extra_args)
     for name, value in profile.service.environment.items():
         env[check_env_name(name, "service.environment")] = value
@@ -244,6 +251,41 @@ def render_launch(profile: Profile) -> LaunchSpec:
     for name, value in env.items():
         check_text(value, f"environment {name}")
     return LaunchSpec(argv=argv, env=env, env_refs=env_refs)
+
+
+# The variables that place each JIT cache (their defaults, under HOME or /tmp, are what a hardened
+# unit loses): Triton's TRITON_CACHE_DIR (triton/knobs.py), Inductor's TORCHINDUCTOR_CACHE_DIR
+# (torch/_inductor/runtime/cache_dir_utils.py), SGLang's SGLANG_DG_CACHE_DIR for DeepGEMM and
+# SGLANG_CACHE_DIR (0.5.15 environ.py:956 and deep_gemm_wrapper/compile_utils.py:38; 0.5.23
+# environ.py:1373,1383).
+JIT_CACHE_VARS = {
+    "TRITON_CACHE_DIR": "triton",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "SGLANG_DG_CACHE_DIR": "deep_gemm",
+    "SGLANG_CACHE_DIR": "sglang",
+}
+
+
+def jit_cache_root(profile: Profile) -> str | None:
+    """Where the unit keeps its JIT caches (None: k26ctl leaves them where the releases put them)."""
+    restart = profile.restart
+    if not restart.jit_cache:
+        return None
+    return (
+        restart.jit_cache_dir.rstrip("/") if restart.jit_cache_dir else f"/var/cache/{_cache_name(profile)}"
+    )
+
+
+def _cache_name(profile: Profile) -> str:
+    name = profile.service.name
+    return name[: -len(".service")] if name.endswith(".service") else name
+
+
+def jit_cache_env(profile: Profile) -> dict[str, str]:
+    root = jit_cache_root(profile)
+    if root is None:
+        return {}
+    return {var: f"{root}/{sub}" for var, sub in JIT_CACHE_VARS.items()}
 
 
 # ---- unit ---------------------------------------------------------------------------------------
@@ -312,6 +354,10 @@ def _unit_context(profile: Profile, spec: LaunchSpec, redact: bool) -> dict[str,
             _check_free_text(svc.syslog_identifier or svc.name, "service.syslog_identifier")
         ),
         "hardening": svc.hardening,
+        # systemd makes /var/cache/<name> for the service and keeps it across restarts
+        "cache_directory": _cache_name(profile)
+        if profile.restart.jit_cache and not profile.restart.jit_cache_dir
+        else None,
         "wanted_by": _check_unit_list(svc.wanted_by, "service.wanted_by"),
     }
 

@@ -74,6 +74,10 @@ class DeployResult:
     steps: list[StepResult] = field(default_factory=list)
     kind: str = "deploy"  # deploy | rollback
     accept_baseline: dict[str, Any] | None = None  # the accept length against its configuration's baseline
+    phases: Any | None = None  # deploy.phases.RestartPhases of this run's restart, from the journal
+    expected: Any | None = None  # deploy.downtime.Expectation: the stop -> ready time history predicts
+    readahead: dict[str, Any] | None = None  # the weights read ahead before the stop (deploy.readahead)
+    start_conditions: dict[str, Any] | None = None  # JIT caches warm/cold, weights resident before start
 
     @property
     def smoke_passed(self) -> bool | None:
@@ -123,4 +127,8 @@ class DeployResult:
                 for s in self.steps
             ],
             "recap": self.counts(),
+            "phases": self.phases.to_json() if self.phases is not None else None,
+            "expected_downtime": self.expected.to_json() if self.expected is not None else None,
+            "readahead": self.readahead,
+            "start_conditions": self.start_conditions,
         }

@@ -27,6 +27,7 @@ from k26ctl.deploy.history import (
 )
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
+from k26ctl.deploy.phases import parse_phases
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
 from k26ctl.deploy.readiness import ProbeResult
 from k26ctl.deploy.restore import restore_snapshot
@@ -318,7 +319,23 @@ def _restart_and_wait(run: DeployRun, plan: Plan) -> bool:
         on_line=lambda line: log.emit("log", line),
     )
     _readiness_verdict(run, readiness, "readiness")
+    _read_phases(run, restarted.cursor)
     return readiness.ready
+
+
+def _read_phases(run: DeployRun, cursor: str | None) -> None:
+    """Where the restart's time went, from the unit's journal since the restart (one more read: the
+    wait consumed the lines as they came). Missing phases never fail a deploy."""
+    try:
+        entries = run.systemd.journal(cursor=cursor)
+    except K26Error as exc:
+        run.log.emit("warning", f"restart phases not read: {exc.one_line()}")
+        return
+    phases = parse_phases(entries)
+    if not phases.phases:
+        return
+    run.result.phases = phases
+    run.log.emit("phases", phases.summary(), **phases.to_json())
 
 
 def _background(fn: Callable[..., T], *args: Any) -> Future[T]:
@@ -486,6 +503,9 @@ def _record(run: DeployRun, before: Snapshot, plan: Plan, *, unit_sha_now: str |
             running_patches=running_patches,
             load_seconds=result.load_seconds,
             gpu_memory_mib=result.gpu_memory_mib,
+            phases=result.phases.to_json() if result.phases is not None and run.restarted else None,
+            sglang_version=facts.sglang_version,
+            start_conditions=result.start_conditions if run.restarted else None,
             smoke=_smoke_json(result),
             verdict=result.verdict,
             message=result.message,

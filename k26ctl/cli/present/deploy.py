@@ -193,6 +193,10 @@ def result_text(result: DeployResult, *, show_diff: bool = False) -> str:
     if result.load_seconds is not None or result.ready_seconds is not None:
         ready, load = _fmt_seconds(result.ready_seconds), _fmt_seconds(result.load_seconds)
         out.append(f"ready after {ready} (server load {load})")
+    if result.phases is not None:
+        from k26ctl.cli.present.phases import phase_lines
+
+        out.extend(phase_lines(result.phases.to_json(), indent=""))
     if result.host_state:
         out.append(f"host: {result.host_state}")
     out.append(f"recap: {result.recap()}  ({result.wall_seconds:.2f} s)")

@@ -40,6 +40,12 @@ def status_text(report: StatusReport) -> str:
                 f"  {r.time} {r.kind:<8} {r.profile or '-':<28} {r.verdict:<10} unit {sha}"
                 f"{' restarted' if r.restarted else ''}{load}{_accept(r.smoke)} by {r.operator}"
             )
+    restart = next((r for r in reversed(report.history) if r.phases), None)
+    if restart is not None and restart.phases:
+        from k26ctl.cli.present.phases import phase_lines
+
+        lines.append(f"last restart ({restart.time}, {restart.profile or '-'}):")
+        lines.extend(phase_lines(restart.phases))
     for problem in report.history_problems:
         lines.append(f"  history line skipped: {clean(problem, limit=300)}")
     return "\n".join(lines)
