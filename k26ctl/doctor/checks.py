@@ -137,9 +137,17 @@ def _patch_rows(facts: Facts) -> list[Row]:
         ]
     rows = []
     for p in facts.patches:
-        if p.state == "refused":
+        if p.state == "refused" and p.name in facts.profile.patches:
+            refused = "the profile lists it, and `k26ctl patch` (so deploy) refuses to apply it here"
+            rows.append(Row("patches", p.name, "unreadable", p.message, refused))
+        elif p.state == "refused":
             rows.append(
-                Row("patches", p.name, "unreadable", p.message, "`k26ctl patch` refuses to apply it here")
+                Row(
+                    "patches",
+                    p.name,
+                    "info",
+                    f"not for this tree (the profile does not list it): {p.message}",
+                )
             )
         else:
             rows.append(Row("patches", p.name, "match", f"{p.state}: {p.message}", "anchors found"))

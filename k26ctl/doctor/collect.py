@@ -75,6 +75,7 @@ def collect(host: Host, profile: Profile) -> Facts:
             algorithm=profile.spec.algorithm.value,
             draft_model_path=profile.spec.draft_model_path,
             enable_metrics=profile.sglang.enable_metrics,
+            patches=list(profile.patches),
         ),
         gpu=_gpu(host, profile),
         sglang=sglang,

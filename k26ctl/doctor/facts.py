@@ -87,6 +87,7 @@ class ProfileFacts(_Fact):
     algorithm: str
     draft_model_path: str | None = None
     enable_metrics: bool = True
+    patches: list[str] = Field(default_factory=list)  # the patches the profile asks for
 
 
 class RuleFinding(_Fact):

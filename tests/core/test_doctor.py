@@ -305,3 +305,16 @@ def test_fatal_and_unknown_error_lines_of_the_load_are_rows() -> None:
     assert by["fatal lines"].status == "error" and "subprocess-exception" in by["fatal lines"].seen
     assert by["error-looking lines"].status == "new" and "NCCL warmup" in by["error-looking lines"].seen
     assert "fatal lines" not in rows_by(facts()) and "error-looking lines" not in rows_by(facts())
+
+
+def test_a_refused_patch_cannot_be_read_only_where_the_profile_lists_it() -> None:
+    refused = {
+        "name": "lab-verify-width-cap",
+        "state": "refused",
+        "message": "anchor not found",
+        "target": "t",
+    }
+    listed = facts(patches=[refused])
+    listed.profile.patches.append("lab-verify-width-cap")
+    assert rows_by(listed)["lab-verify-width-cap"].status == "unreadable"
+    assert rows_by(facts(patches=[refused]))["lab-verify-width-cap"].status == "info"
