@@ -601,3 +601,9 @@ def known_patch_names() -> set[str] | None:
         if isinstance(data, dict) and isinstance(data.get("name"), str):
             names.add(data["name"])
     return names
+
+
+# Combinations of flags, each rule with its source and releases (validate/crossflag.py).
+from k26ctl.validate.crossflag import cross_flag_findings  # noqa: E402
+
+RULES.append(cross_flag_findings)
