@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from k26ctl.algorithms import BY_NAME, DDTREE_BUDGET, DRAFT_TOKENS
 from k26ctl.errors import ConfigError
 from k26ctl.profile import Profile, SpecAlgorithm
 from k26ctl.unitfile import (
@@ -37,9 +38,6 @@ _SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASS|PWD|CREDENTIAL|AUTH|COOKI
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+$")
 _USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\$?$|^[0-9]+$")
-
-# Algorithms whose block size SGLang takes from --speculative-dflash-block-size.
-BLOCK_ALGORITHMS = frozenset({SpecAlgorithm.DFLASH, SpecAlgorithm.DDTREE})
 
 
 @dataclass
@@ -164,11 +162,8 @@ def _fmt(value: Any) -> str:
 
 
 def block_size_flag(algorithm: SpecAlgorithm) -> str:
-    return (
-        "--speculative-dflash-block-size"
-        if algorithm in BLOCK_ALGORITHMS
-        else "--speculative-num-draft-tokens"
-    )
+    """The flag `spec.block_size` renders as for this algorithm (the catalogue's row says)."""
+    return BY_NAME[algorithm.value].block_flag or DRAFT_TOKENS
 
 
 def render_launch(profile: Profile) -> LaunchSpec:
@@ -216,15 +211,16 @@ def render_launch(profile: Profile) -> LaunchSpec:
     if profile.service.cuda_home:
         env["CUDA_HOME"] = profile.service.cuda_home
 
-    if spec.algorithm != SpecAlgorithm.NONE:
-        opt("--speculative-algorithm", spec.algorithm.value)
+    row = BY_NAME[spec.algorithm.value]
+    if row.speculative:
+        opt("--speculative-algorithm", row.name)
         opt("--speculative-draft-model-path", spec.draft_model_path)
         opt(block_size_flag(spec.algorithm), spec.block_size)
         opt("--speculative-num-steps", spec.num_steps)
         opt("--speculative-eagle-topk", spec.eagle_topk)
         opt("--speculative-draft-attention-backend", spec.draft_attention_backend)
-        if spec.algorithm == SpecAlgorithm.DDTREE:
-            opt("--speculative-ddtree-budget", spec.ddtree.budget)
+        if DDTREE_BUDGET in row.reads:
+            opt(DDTREE_BUDGET, spec.ddtree.budget)
             if spec.ddtree.max_topk is not None:
                 env["SGLANG_DDTREE_MAX_TOPK"] = _fmt(spec.ddtree.max_topk)
             if spec.ddtree.depth_bonus is not None:

@@ -12,7 +12,7 @@ from k26ctl.bisect.setdiff import flatten, with_assignment
 from k26ctl.bisect.steps import Deployer
 from k26ctl.deploy.confirm import confirm_change
 from k26ctl.errors import ConfigError, K26Error, UsageError
-from k26ctl.profile import LoadedProfile, SpecAlgorithm, load_profile
+from k26ctl.profile import LoadedProfile, load_profile
 from k26ctl.statefile import BadStateError
 from k26ctl.sweep.load import LoadSpec
 from k26ctl.sweep.prompts import TEMPLATES, load_prompts, render
@@ -106,11 +106,11 @@ def build_spec(
 
 def controls_for(loaded: LoadedProfile) -> list[Control]:
     """Speculation off and the plain DFlash chain, as far as they differ from the profile itself."""
-    algorithm = loaded.profile.spec.algorithm
+    algorithm = loaded.profile.spec.algorithm.value
     found = []
-    if algorithm != SpecAlgorithm.NONE:
+    if algorithm != "NONE":
         found.append(Control("speculation off", {"spec.algorithm": "NONE"}))
-    if algorithm == SpecAlgorithm.DDTREE:
+    if algorithm == "DDTREE":
         found.append(Control("DFlash chain", {"spec.algorithm": "DFLASH"}))
     return found
 
@@ -122,7 +122,7 @@ def break_points(loaded: LoadedProfile) -> dict[str, Any]:
     """Where throughput along a key is known not to be unimodal: a DDTree budget of block size - 1 is
     the full draft chain; one node more makes a width-2 tree and throughput dips (see search.py)."""
     spec = loaded.profile.spec
-    if spec.algorithm != SpecAlgorithm.DDTREE or not spec.block_size or spec.block_size < 2:
+    if spec.algorithm.value != "DDTREE" or not spec.block_size or spec.block_size < 2:
         return {}
     return {BUDGET_KEY: spec.block_size - 1}
 
