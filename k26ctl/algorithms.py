@@ -66,6 +66,9 @@ ALGORITHMS: tuple[Algorithm, ...] = (
     Algorithm(
         "STANDALONE", "chain", ("steps+1",), DRAFT_TOKENS, _CHAIN_FLAGS, "0.5.14", needs_draft_model=True
     ),
+    # Frozen-KV MTP (a Gemma 4 assistant draft; SGLang promotes EAGLE/NEXTN to it) runs on the EAGLE
+    # path (spec_info.py is_eagle), so its verify width resolves to steps + 1 like EAGLE's.
+    Algorithm("FROZEN_KV_MTP", "chain", ("steps+1",), DRAFT_TOKENS, _CHAIN_FLAGS, "0.5.14"),
     # NGRAM's num_draft_tokens is a tree size (SGLang sets eagle_topk 10, num_steps 0), not a depth.
     Algorithm("NGRAM", "lookup", (), DRAFT_TOKENS, (DRAFT_TOKENS,), "0.5.14"),
     Algorithm(
