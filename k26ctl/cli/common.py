@@ -180,3 +180,19 @@ def resumable(call: Callable[[], T], command: str, saved: str, session: str) -> 
     except (KeyboardInterrupt, Interrupted):
         print(f"{command}: interrupted; {saved}. Continue: k26ctl {command} --resume{flag}", file=sys.stderr)
         raise
+
+
+def terminal_confirm() -> Callable[[str], bool] | None:
+    """Ask yes/no on the terminal; None where stdin or stderr is not one (then only --yes answers)."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+    return lambda question: bool(typer.confirm(question, default=False, err=True))
+
+
+def keep_deployment_option() -> Any:
+    return typer.Option(False, "--keep-deployment", help="Forget the session, leave the host as it is.")
+
+
+def show_reset(outcome: Any, as_json: bool) -> None:
+    """What a search group's `reset` did (a k26ctl.search.ops.ResetResult)."""
+    print_json(outcome.to_json()) if as_json else print(outcome.message)

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from k26ctl.bisect.plan import Assignment
 from k26ctl.profile import apply_overrides
+from k26ctl.search.assignment import Assignment
 from k26ctl.sweep.space import point_id
 from k26ctl.sweep.state import Objective, PointRecord
 

@@ -12,11 +12,12 @@ import pytest
 from pydantic import ValidationError
 
 from k26ctl.bisect.plan import Probe
-from k26ctl.bisect.steps import CommandJudge, Deployed, DeployingStepRunner, deployed_from_result
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
 from k26ctl.deploy.model import DeployResult
 from k26ctl.profile import LoadedProfile, load_profile
 from k26ctl.resources import profiles_dir
+from k26ctl.search.step import Deployed, deployed_from_result
+from k26ctl.search.verdict import Verdict
 
 KEY = "spec.ddtree.budget"
 

@@ -304,7 +304,7 @@ def test_an_untouched_document_reads_back_equal(tmp_path: Path) -> None:
 
 def _bisect_lines() -> list[dict[str, Any]]:
     from k26ctl.bisect.session import StepRecord
-    from k26ctl.bisect.verdict import Verdict
+    from k26ctl.search.verdict import Verdict
 
     out: list[dict[str, Any]] = []
     for step, (value, verdict) in enumerate([(7, Verdict.GOOD), (9, Verdict.BAD), (8, Verdict.SKIP)], 1):
@@ -346,7 +346,7 @@ def _finish_lines(lines: list[dict[str, Any]], kind: str) -> list[int]:
 @given(data=st.data())
 def test_a_damaged_bisect_log_record_never_hides_the_others(tmp_path: Path, data: st.DataObject) -> None:
     from k26ctl.bisect.session import Session, StepRecord
-    from k26ctl.bisect.verdict import Verdict
+    from k26ctl.search.verdict import Verdict
 
     session = Session("s", tmp_path)
     session.create(_bisect_session_spec())
