@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k26ctl.algorithms import BY_NAME, DDTREE_BUDGET, DRAFT_TOKENS
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError
 from k26ctl.profile import Profile, SpecAlgorithm
 from k26ctl.unitfile import (
@@ -357,12 +358,15 @@ def rendered_document(profile: Profile, fmt: str) -> str:
     unit = render_unit(profile, redact=True)
     if fmt == "unit":
         return unit
-    document = {
-        "unit_name": unit_name(profile),
-        "unit_path": unit_path(profile),
-        "argv": spec.redacted_argv(),
-        "env": spec.redacted_env(),
-        "env_refs": {str(i): name for i, name in spec.env_refs.items()},
-        "unit": unit,
-    }
+    document = tagged(
+        "render",
+        {
+            "unit_name": unit_name(profile),
+            "unit_path": unit_path(profile),
+            "argv": spec.redacted_argv(),
+            "env": spec.redacted_env(),
+            "env_refs": {str(i): name for i, name in spec.env_refs.items()},
+            "unit": unit,
+        },
+    )
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

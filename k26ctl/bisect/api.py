@@ -19,6 +19,7 @@ from k26ctl.bisect.plan import Change, Probe
 from k26ctl.bisect.session import Session, SessionSpec, StepRecord
 from k26ctl.bisect.setdiff import differing_keys
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
 from k26ctl.search.assignment import assignment_id, with_assignment
@@ -273,12 +274,15 @@ def log_json(ctx: Context) -> tuple[dict[str, Any], BadStateError | None]:
     the error for unreadable records, as `log_text`."""
     session = _session(ctx)
     steps = session.read_steps()
-    document = {
-        "session": session.name,
-        "spec": {k: v for k, v in session.spec().to_json().items() if k != "original"},
-        "steps": [s.to_json() for s in steps.items],
-        "outcome": session.outcome(),
-    }
+    document = tagged(
+        "bisect-log",
+        {
+            "session": session.name,
+            "spec": {k: v for k, v in session.spec().to_json().items() if k != "original"},
+            "steps": [s.to_json() for s in steps.items],
+            "outcome": session.outcome(),
+        },
+    )
     return document, steps.error(session.log_name, session.reset_hint())
 
 

@@ -142,9 +142,16 @@ def print_error(exc: K26Error) -> None:
         print(f"  hint: {clean(exc.hint, limit=2000)}", file=sys.stderr)
 
 
-def print_json(document: Any) -> None:
+def print_json(document: Any, kind: str | None = None) -> None:
+    """One JSON document on stdout, tagged with `kind` (k26ctl/documents.py); without `kind` the
+    document must carry its tag already."""
+    from k26ctl.documents import tag_of, tagged
     from k26ctl.termsafe import json_text
 
+    if kind is not None:
+        document = tagged(kind, document)
+    elif tag_of(document) is None:
+        raise ValueError("a JSON document without its kind: tag it (k26ctl/documents.py)")
     sys.stdout.write(json_text(document, indent=2) + "\n")
     sys.stdout.flush()
 

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from k26ctl.deploy.confirm import confirm_change
+from k26ctl.documents import tagged
 from k26ctl.errors import K26Error
 from k26ctl.profile import LoadedProfile
 from k26ctl.search.restore import restore_live
@@ -35,9 +36,10 @@ class ResetResult:
     session: str
     restored: bool
     message: str
+    kind: str = "bisect-reset"  # the document kind of its --json (k26ctl/documents.py)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return tagged(self.kind, {k: v for k, v in asdict(self).items() if k != "kind"})
 
 
 def reset_session(
@@ -74,4 +76,4 @@ def reset_session(
         elif restore:
             message = nothing_captured
         session.remove()
-    return ResetResult(session.name, restored, message)
+    return ResetResult(session.name, restored, message, f"{session.kind.noun}-reset")

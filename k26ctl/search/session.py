@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
+from k26ctl.documents import tagged
 from k26ctl.errors import K26Error, UsageError
 from k26ctl.search.eventlog import EventLog, exclusive
 from k26ctl.statedir import ensure_dir
@@ -100,7 +101,8 @@ class SearchSession:
         self.write_document(document)
 
     def write_document(self, document: dict[str, Any]) -> None:
-        write_json_atomic(self.spec_path, {"name": self.name, **document})
+        tag = f"{self.kind.noun}-session"
+        write_json_atomic(self.spec_path, tagged(tag, {"name": self.name, **document}))
 
     def read_document(self, shape: type[Shape], max_bytes: int | None = None) -> Shape:
         from k26ctl import statefile

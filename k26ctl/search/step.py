@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from k26ctl.deploy import DeployOptions, deploy
+from k26ctl.deploy.model import DeployResult
 from k26ctl.deploy.smoke_step import run_smoke_on_host
 from k26ctl.errors import ConfigError, UnreachableError
 from k26ctl.profile import LoadedProfile
@@ -33,7 +34,7 @@ class Deployed:
     load_seconds: float | None = None  # the server's own start-to-ready time, from its journal
 
 
-def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> Deployed:
+def deployed_from_result(result: DeployResult, loaded: LoadedProfile | None = None) -> Deployed:
     """Read a k26ctl.deploy DeployResult: readiness failed = not up; smoke report = its verdict."""
     up = result.failure != "readiness"
     smoke_verdict: Verdict | None = None
@@ -42,8 +43,8 @@ def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> De
     detail = result.message or (result.smoke.summary() if result.smoke is not None else "deployed")
     if not up and result.journal_lines:
         detail += " | " + result.journal_lines[-1]
-    load = result.load_seconds if isinstance(result.load_seconds, (int, float)) else None
-    return Deployed(up, bool(result.restarted), detail, smoke_verdict, loaded=loaded, load_seconds=load)
+    load = result.load_seconds
+    return Deployed(up, result.restarted, detail, smoke_verdict, loaded=loaded, load_seconds=load)
 
 
 class Deployer(Protocol):

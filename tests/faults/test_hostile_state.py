@@ -546,14 +546,14 @@ def test_yaml_escapes_of_surrogates_are_made_encodable(value: str) -> None:
 
 
 def test_api_keys_that_a_header_cannot_carry_are_config_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    from k26ctl.smoke.target import api_key_from_env
+    from k26ctl.inputs import api_key
 
     for bad in ("kéy", "a\nb", "key\udcff"):
         monkeypatch.setenv("K26_TEST_KEY", bad)
         with pytest.raises(ConfigError, match="K26_TEST_KEY holds characters an HTTP header cannot carry"):
-            api_key_from_env("K26_TEST_KEY")
+            api_key("K26_TEST_KEY")
     monkeypatch.setenv("K26_TEST_KEY", "sk-abc_123")
-    assert api_key_from_env("K26_TEST_KEY") == "sk-abc_123"
+    assert api_key("K26_TEST_KEY") == "sk-abc_123"
 
 
 # ---- no HOME and no passwd entry -----------------------------------------------------------------------

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, K26Error, PermissionDeniedError, UnreachableError
 from k26ctl.lab.host import netns
 
@@ -168,7 +169,7 @@ def load_state(name: str) -> LabHostState | None:
 def _save_state(state: LabHostState) -> None:
     path = Path(state.state_dir) / "state.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+    tmp.write_text(json.dumps(tagged("lab-host", state.to_json()), indent=2) + "\n")
     os.replace(tmp, path)
 
 
