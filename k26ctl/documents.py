@@ -50,8 +50,12 @@ def tagged(kind: str, document: Mapping[str, Any]) -> dict[str, Any]:
     """`document` with its tag first (a tag already there is replaced)."""
     if kind not in KINDS:
         raise ValueError(f"unknown document kind {kind!r}: add it to k26ctl/documents.py KINDS")
-    rest = {k: v for k, v in document.items() if k not in ("kind", "schema_version")}
-    return {"kind": kind, "schema_version": SCHEMA_VERSION, **rest}
+    return {"kind": kind, "schema_version": SCHEMA_VERSION, **untagged(document)}
+
+
+def untagged(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document's own fields, without the tag (for a reader that hands a record on)."""
+    return {k: v for k, v in document.items() if k not in ("kind", "schema_version")}
 
 
 def tag_of(document: Any) -> tuple[str, int] | None:
