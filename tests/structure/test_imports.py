@@ -36,6 +36,8 @@ def _copy_project(into: Path) -> Path:
         project / "k26ctl",
         ignore=shutil.ignore_patterns("__pycache__", "weights", "sglang_tree", "data"),
     )
+    benchmarks = shutil.ignore_patterns("__pycache__", "data")
+    shutil.copytree(ROOT / "benchmarks", project / "benchmarks", ignore=benchmarks)
     return project
 
 
