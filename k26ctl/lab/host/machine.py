@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -497,21 +497,32 @@ def lab_status(name: str = "k26lab", *, probe: bool = True) -> LabStatus:
 
 
 def lab_up(
-    name: str = "k26lab", install_deps: bool = False, real_sglang: tuple[str, ...] = ()
+    name: str = "k26lab",
+    install_deps: bool = False,
+    real_sglang: tuple[str, ...] = (),
+    *,
+    rebuild: Callable[[str], None] | None = None,
 ) -> LabHostState:
     """Boot the lab host (or return it when it is already up and answering SSH). `real_sglang`: the
-    SGLang releases to serve next to the stand-in (installed into the machine's cache if missing)."""
+    SGLang releases to serve next to the stand-in (installed into the machine's cache if missing).
+
+    A host that is up without one of them is refused, unless `rebuild` is given (the demos own their
+    host): then it is told a line saying so, and the host is brought down and up again with them."""
     check_name(name)
     ensure_prerequisites(install_deps)
     status = lab_status(name)
     if status.running and status.host is not None:
         missing = sorted(set(real_sglang) - set(status.host.real_sglang))
-        if missing:
+        if not missing:
+            return status.host
+        without = f"lab host {name} is up without real SGLang {', '.join(missing)}"
+        if rebuild is None:
             raise ConfigError(
-                f"lab host {name} is up without real SGLang {', '.join(missing)}",
-                f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real",
+                without, f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real"
             )
-        return status.host
+        rebuild(f"{without}: bringing it down and up again with it")
+        lab_down(name)
+        status = lab_status(name)
     if status.state == "stale":
         lab_down(name)
     if real_sglang:  # before anything is made: a first install takes minutes
