@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
@@ -31,23 +30,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 BASE = REPO / "profiles" / "lab" / "ddtree-b16.yaml"
-# What k26ctl/render.py used before: the regular expression tried at every start position.
-OLD_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
-
-
-def old_redact_url_credentials(value: str) -> str:
-    from k26ctl.render import REDACTED
-
-    def hide(match: re.Match[str]) -> str:
-        user, sep, _secret = match.group("userinfo").partition(":")
-        return f"{match.group('scheme')}{user}:{REDACTED}@" if sep else f"{match.group('scheme')}{REDACTED}@"
-
-    return OLD_URL_CREDENTIALS.sub(hide, value)
 
 
 @contextmanager
 def old_redaction() -> Iterator[None]:
     import k26ctl.render as render
+    from tests.support.redaction_oracle import old_redact_url_credentials
 
     new = render.redact_url_credentials
     render.redact_url_credentials = old_redact_url_credentials
