@@ -20,7 +20,6 @@ from typing import Any
 
 from k26ctl.bisect.shapes import FinishShape, SessionFileShape, log_record_shape
 from k26ctl.search.assignment import Assignment, assignment_id
-from k26ctl.search.eventlog import first_wins
 from k26ctl.search.session import SearchSession, SessionKind
 from k26ctl.search.verdict import Verdict
 from k26ctl.statefile import Records
@@ -120,15 +119,13 @@ class Session(SearchSession):
     def read_steps(self) -> Records[StepRecord]:
         """Every finished step that reads, in order (a configuration finished twice keeps its first
         verdict), and a problem for each record that does not."""
-        read = self._log.read(log_record_shape)
-        finished = [StepRecord.from_shape(r) for r in read.items if isinstance(r, FinishShape)]
-        return Records(first_wins(finished, lambda step: assignment_id(step.assignment)), read.problems)
+        return self.judged(
+            log_record_shape, FinishShape, StepRecord.from_shape, lambda step: assignment_id(step.assignment)
+        )
 
     def finished_steps(self) -> list[StepRecord]:
         """The finished steps; any unreadable record is a BadStateError (a search never resumes past it)."""
-        read = self.read_steps()
-        read.refuse(self.log_name, self.reset_hint())
-        return read.items
+        return self.all_readable(self.read_steps())
 
     def interrupted_step(self) -> dict[str, Any] | None:
         """The last start record without a matching finish (a step to redo), if any."""

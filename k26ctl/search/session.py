@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +27,15 @@ from pydantic import BaseModel
 
 from k26ctl.documents import tagged
 from k26ctl.errors import K26Error, UsageError
-from k26ctl.search.eventlog import EventLog, exclusive
+from k26ctl.search.eventlog import EventLog, exclusive, first_wins
 from k26ctl.statedir import ensure_dir
+from k26ctl.statefile import Records
 
 SESSION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 DEFAULT_SESSION = "default"
 
 Shape = TypeVar("Shape", bound=BaseModel)
+Judged = TypeVar("Judged")  # a session's own record of one judged configuration
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,25 @@ class SearchSession:
 
     def records(self) -> list[dict[str, Any]]:
         return self._log.records()
+
+    def judged(
+        self,
+        shape_of: Callable[[dict[str, Any]], type[Any] | None],
+        end: type[Shape],
+        record: Callable[[Shape], Judged],
+        ident: Callable[[Judged], str],
+    ) -> Records[Judged]:
+        """The `end` records that read (`shape_of` picks each line's shape), as `record` makes them, in
+        order (a configuration judged twice keeps its first record), and a problem for each line that
+        does not read."""
+        read = self._log.read(shape_of)
+        ends = [record(r) for r in read.items if isinstance(r, end)]
+        return Records(first_wins(ends, ident), read.problems)
+
+    def all_readable(self, read: Records[Judged]) -> list[Judged]:
+        """`read`'s records; any unreadable line is a BadStateError (a search never resumes past it)."""
+        read.refuse(self.log_name, self.reset_hint())
+        return read.items
 
     def unfinished_start(self, end_event: str, key: str) -> dict[str, Any] | None:
         """The last start record without its `end_event` record (matched on `key`): a step to redo."""

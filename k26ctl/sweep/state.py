@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from k26ctl.search.assignment import Assignment
-from k26ctl.search.eventlog import first_wins
 from k26ctl.search.session import SearchSession, SessionKind
 from k26ctl.statefile import Records
 from k26ctl.sweep.load import LevelResult
@@ -145,15 +144,13 @@ class SweepSession(SearchSession):
     def read_points(self) -> Records[PointRecord]:
         """Measured points that read, in order (a point recorded twice keeps its first record), and a
         problem for each record that does not."""
-        read = self._log.read(log_record_shape)
-        measured = [PointRecord.from_shape(r) for r in read.items if isinstance(r, PointShape)]
-        return Records(first_wins(measured, lambda point: point_id(point.assignment)), read.problems)
+        return self.judged(
+            log_record_shape, PointShape, PointRecord.from_shape, lambda point: point_id(point.assignment)
+        )
 
     def points(self) -> list[PointRecord]:
         """The measured points; any unreadable record is a BadStateError (a sweep never resumes past it)."""
-        read = self.read_points()
-        read.refuse(self.log_name, self.reset_hint())
-        return read.items
+        return self.all_readable(self.read_points())
 
     def interrupted(self) -> dict[str, Any] | None:
         """The last start record without its point record, if any."""
