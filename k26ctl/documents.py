@@ -33,6 +33,7 @@ KINDS: dict[str, str] = {
     "fleet-roll": "deploy FLEET.yaml --json, rollback FLEET.yaml --json",
     "fleet-check": "deploy FLEET.yaml --check --json",
     "fleet-status": "status FLEET.yaml --json",
+    "fleet-run": "the local copy of a fleet's run record (run.json)",
     "patch-list": "patch list --json",
     "patch-states": "patch status/apply/revert --json",
     "patch-check": "patch check --json",
