@@ -29,20 +29,13 @@ from pydantic import (
     model_validator,
 )
 
+from k26ctl.algorithms import NAMES as ALGORITHM_NAMES
 from k26ctl.errors import ConfigError
 
-
-class SpecAlgorithm(str, enum.Enum):
-    NONE = "NONE"
-    EAGLE = "EAGLE"
-    EAGLE3 = "EAGLE3"
-    NEXTN = "NEXTN"
-    STANDALONE = "STANDALONE"
-    NGRAM = "NGRAM"
-    DFLASH = "DFLASH"
-    DSPARK = "DSPARK"
-    UNO = "UNO"
-    DDTREE = "DDTREE"
+# One member per row of the algorithm catalogue (k26ctl/algorithms.py); a profile names one of them.
+SpecAlgorithm = enum.Enum(  # type: ignore[misc]  # members come from the catalogue, not literals
+    "SpecAlgorithm", [(name, name) for name in ALGORITHM_NAMES], type=str, module=__name__
+)
 
 
 def _reject_control_chars(value: str, where: str = "value") -> str:
@@ -133,7 +126,7 @@ class DDTreeConfig(_Model):
 
 
 class SpecConfig(_Model):
-    algorithm: SpecAlgorithm = SpecAlgorithm.NONE
+    algorithm: SpecAlgorithm = SpecAlgorithm("NONE")
     draft_model_path: str | None = None
     block_size: int | None = None
     num_steps: int | None = None

@@ -13,18 +13,12 @@ from typing import Any, Protocol
 
 from k26ctl.bisect.ddmin import SetSearch
 from k26ctl.bisect.numeric import NumericSearch, max_probes
-from k26ctl.bisect.plan import (
-    EndCheckFailed,
-    NumericOutcome,
-    Outcome,
-    Plan,
-    Probe,
-    SetOutcome,
-    assignment_id,
-)
+from k26ctl.bisect.plan import EndCheckFailed, NumericOutcome, Outcome, Plan, Probe, SetOutcome
 from k26ctl.bisect.session import Session, StepRecord
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.documents import tagged
 from k26ctl.errors import K26Error
+from k26ctl.search.assignment import assignment_id
+from k26ctl.search.verdict import Verdict
 
 
 class EndCheckError(K26Error):
@@ -107,7 +101,7 @@ class SearchResult:
         else:
             doc.update(_set_json(self.outcome))
         doc.update(steps=steps, restarts=self.restarts, seconds=round(sum(s.seconds for s in self.steps), 2))
-        return doc
+        return tagged("bisect", doc)
 
 
 def _step_value(outcome: Outcome, step: StepRecord) -> Any:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.search.verdict import Verdict
 
 
 class SpecFields(BaseModel):

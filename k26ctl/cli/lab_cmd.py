@@ -59,7 +59,7 @@ def host_up(
         name, install_deps=install_deps, real_sglang=RELEASES if real else (), gpu=parts, binds=binds
     )
     if json_out:
-        print_json(state.to_json())
+        print_json(state.to_json(), "lab-host")
         return
     typer.echo(f"lab host {state.name} is up at {state.address} (boot {state.boot_seconds:.2f} s)")
     if state.gpu:
@@ -79,7 +79,7 @@ def host_down(name: str = _name_option(), json_out: bool = json_option()) -> Non
     was_running = lab_down(name)
     left = leftovers(name)
     if json_out:
-        print_json({"name": name, "was_running": was_running, "leftovers": left})
+        print_json({"name": name, "was_running": was_running, "leftovers": left}, "lab-host-down")
     elif left:
         typer.echo(f"lab host {name}: down, but left behind: {', '.join(left)}", err=True)
     else:
@@ -94,7 +94,7 @@ def host_status(name: str = _name_option(), json_out: bool = json_option()) -> N
 
     status = lab_status(name)
     if json_out:
-        print_json(status.to_json())
+        print_json(status.to_json(), "lab-host")
     else:
         line = f"lab host {name}: {status.state} ({status.reason})"
         if status.host is not None and status.running:

@@ -38,7 +38,7 @@ def up(
         on_progress=lambda m: typer.echo(m, err=True),
     )
     if as_json:
-        print_json(state.__dict__)
+        print_json(state.__dict__, "lab-fleet")
         return
     typer.echo(f"lab fleet {name}: {size} member(s) behind {state.gateway} at {state.router_url}")
     typer.echo(f"  fleet file: {state.fleet_file}")
@@ -86,7 +86,7 @@ def load(
         rate=rate,
     )
     if as_json:
-        print_json(report.to_json())
+        print_json(report.to_json(), "lab-fleet-demo")
     else:
         typer.echo(report.text())
     summary = report.summary(report.samples)

@@ -167,9 +167,10 @@ def _run(
     quiet: bool,
     accept_new_host_key: bool = False,
 ) -> SmokeReport:
+    from k26ctl import inputs
     from k26ctl.cli.common import stderr_console
     from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
-    from k26ctl.smoke.target import api_key_from_env, options_from_profile, profile_target, with_overrides
+    from k26ctl.smoke.target import options_from_profile, profile_target, with_overrides
     from k26ctl.termsafe import clean, for_rich
 
     console = stderr_console()
@@ -195,7 +196,7 @@ def _run(
 
         options = with_overrides(SmokeOptions(accept_memory=AcceptMemory()), **settings)
         suite = load_suite(suite_ref or "default")
-        target = SmokeTarget(url, model, api_key_from_env(api_key_env))
+        target = SmokeTarget(url, model, inputs.api_key(api_key_env))
         if not quiet:
             console.print(f"smoke: suite {for_rich(suite.name)} against {for_rich(url)}")
         return run_smoke(target, suite, options=options)

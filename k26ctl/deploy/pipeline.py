@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from k26ctl import __version__
+from k26ctl import __version__, inputs
 from k26ctl.deploy import apply as ops
 from k26ctl.deploy.confirm import YES_HINT, confirm_change
 from k26ctl.deploy.connection import ConnectionLostError, cause_of, connection_lost
@@ -81,6 +81,7 @@ def deploy(
     try:
         with log.step("validate", "validating the profile"):
             ensure_valid(profile, systemd=False)
+            inputs.api_key(profile.sglang.api_key_env)  # a key k26ctl cannot send stops the run here
             desired = render_unit(profile)
             # systemd-analyze verify is most of validation's time: it runs while the host is connected
             unit_check = _background(ensure_unit_verifies, profile, desired)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from k26ctl.deploy.wait import api_key
+from k26ctl import inputs
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 from k26ctl.smoke.acceptance import PriorAccept
@@ -21,4 +21,5 @@ def run_smoke_on_host(host: Host, profile: Profile, prior: PriorAccept | None = 
     suite = load_suite(profile.smoke.suite) if profile.smoke.suite else None
     options = options_from_profile(profile, prior_accept=prior)
     with server_url(host, profile) as url:
-        return run_smoke(SmokeTarget(url, profile.served_name, api_key(profile)), suite, options=options)
+        target = SmokeTarget(url, profile.served_name, inputs.api_key(profile.sglang.api_key_env))
+        return run_smoke(target, suite, options=options)

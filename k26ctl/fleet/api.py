@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from k26ctl.deploy.model import DeployOptions, DeployResult
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, ExitCode, K26Error
 from k26ctl.fleet import record as rec
 from k26ctl.fleet.members import HostMember
@@ -125,13 +126,16 @@ class FleetCheck:
         return ExitCode.CHANGES_PENDING if pending else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "fleet-check",
-            "fleet": self.fleet,
-            "exit_code": self.exit_code,
-            "members": {n: r.to_json() for n, r in self.results.items()},
-            "errors": self.errors,
-        }
+        return tagged(
+            "fleet-check",
+            {
+                "kind": "fleet-check",
+                "fleet": self.fleet,
+                "exit_code": self.exit_code,
+                "members": {n: r.to_json() for n, r in self.results.items()},
+                "errors": self.errors,
+            },
+        )
 
 
 def check_fleet(fleet: Fleet, *, diff: bool = False, accept_new_host_key: bool = False) -> FleetCheck:
@@ -163,19 +167,22 @@ class FleetStatus:
         return ExitCode.UNAVAILABLE if self.router_error else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "fleet-status",
-            "fleet": self.fleet,
-            "router": {
-                "url": self.router_url,
-                "kind": self.gateway_kind or None,
-                "kind_detected": self.gateway_detected,
-                "error": self.router_error,
-                "workers": [w.__dict__ for w in self.workers],
+        return tagged(
+            "fleet-status",
+            {
+                "kind": "fleet-status",
+                "fleet": self.fleet,
+                "router": {
+                    "url": self.router_url,
+                    "kind": self.gateway_kind or None,
+                    "kind_detected": self.gateway_detected,
+                    "error": self.router_error,
+                    "workers": [w.__dict__ for w in self.workers],
+                },
+                "last_run": self.record.to_json() if self.record else None,
+                "members": self.members,
             },
-            "last_run": self.record.to_json() if self.record else None,
-            "members": self.members,
-        }
+        )
 
 
 def gateway_view(worker: Worker | None, error: str | None) -> dict[str, Any]:

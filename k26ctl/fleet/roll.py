@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from k26ctl.documents import tagged
 from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.fleet import record as rec
 from k26ctl.fleet.record import LocalStore, MemberState, RunRecord
@@ -105,21 +106,24 @@ class RollResult:
         return {n: rec.describe(s.phase, s.config) for n, s in self.record.members.items()}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "fleet-roll",
-            "fleet": self.record.fleet,
-            "run_id": self.record.run_id,
-            "action": self.record.action,
-            "status": self.record.status,
-            "reason": self.record.reason,
-            "exit_code": self.exit_code,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "order": self.order,
-            "members": {
-                n: {**s.__dict__, "where": rec.describe(s.phase, s.config)}
-                for n, s in self.record.members.items()
+        return tagged(
+            "fleet-roll",
+            {
+                "kind": "fleet-roll",
+                "fleet": self.record.fleet,
+                "run_id": self.record.run_id,
+                "action": self.record.action,
+                "status": self.record.status,
+                "reason": self.record.reason,
+                "exit_code": self.exit_code,
+                "wall_seconds": round(self.wall_seconds, 3),
+                "order": self.order,
+                "members": {
+                    n: {**s.__dict__, "where": rec.describe(s.phase, s.config)}
+                    for n, s in self.record.members.items()
+                },
             },
-        }
+        )
 
 
 class StepFailed(Exception):

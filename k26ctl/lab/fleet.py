@@ -46,7 +46,9 @@ class LabFleetState:
 
     def save(self) -> None:
         path = fleet_dir(self.name) / "state.json"
-        path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+        from k26ctl.documents import tagged
+
+        path.write_text(json.dumps(tagged("lab-fleet", asdict(self)), indent=1), encoding="utf-8")
 
 
 def fleet_dir(name: str) -> Path:

@@ -11,15 +11,14 @@ import difflib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from k26ctl.algorithms import ALGORITHMS, DDTREE_BUDGET, DFLASH_BLOCK
+from k26ctl.algorithms import algorithm as catalogued
 from k26ctl.profile import Profile
 from k26ctl.render import SECRET_FLAGS, LaunchSpec, is_secret_env_name
 from k26ctl.validate.findings import Finding
 from k26ctl.validate.options import SGLANG_ENTRYPOINTS, OptionTable, ParsedArgs
 
 FIX_PATCH = "triton-ddtree-verify-width"
-# Algorithms that take their block size from the DFlash drafter.
-BLOCK_ALGORITHMS = ("DFLASH", "DDTREE")
-DRAFT_REQUIRED = ("DFLASH", "DDTREE", "STANDALONE", "EAGLE3")
 # Releases whose Triton backend sizes the target-verify mask from the block size (the bug); from
 # 0.5.17 it reads the width from spec_info (draft_token_num, then num_tokens_per_req from 0.5.21).
 MASK_BUG_RELEASES = ("0.5.14", "0.5.15", "0.5.16")
@@ -41,6 +40,11 @@ class Context:
     @property
     def algorithm(self) -> str:
         return (self.args.get("speculative_algorithm") or "NONE").upper()
+
+    def reads(self, flag: str) -> bool:
+        """Whether the algorithm reads `flag`, by the algorithm catalogue (False where it lacks it)."""
+        row = catalogued(self.algorithm)
+        return row is not None and flag in row.reads
 
     def block_size(self) -> int | None:
         for dest in ("speculative_dflash_block_size", "speculative_num_draft_tokens"):
@@ -79,7 +83,8 @@ def sglang_version_known(ctx: Context) -> Iterator[Finding]:
 @rule
 def algorithm_known(ctx: Context) -> Iterator[Finding]:
     algo = ctx.algorithm
-    if algo == "NONE" or algo in ctx.table.algorithms or algo == "NEXTN":
+    row = catalogued(algo)
+    if algo == "NONE" or algo in ctx.table.algorithms or (row is not None and row.alias_of is not None):
         return
     catalog = ctx.table.catalog
     elsewhere = catalog.releases_with_algorithm(algo) if catalog else []
@@ -99,7 +104,8 @@ def algorithm_known(ctx: Context) -> Iterator[Finding]:
             "upgrade the host's SGLang, or pick an algorithm this release has",
         )
     else:
-        known = [*ctx.table.algorithms, "NEXTN", *ctx.table.pr_algorithms]
+        aliases = [a.name for a in ALGORITHMS if a.alias_of is not None]
+        known = [*ctx.table.algorithms, *aliases, *ctx.table.pr_algorithms]
         guess = difflib.get_close_matches(algo, known, n=1)
         yield Finding(
             "error",
@@ -138,7 +144,8 @@ def entrypoint_runnable(ctx: Context) -> Iterator[Finding]:
 
 @rule
 def draft_model_required(ctx: Context) -> Iterator[Finding]:
-    if ctx.algorithm in DRAFT_REQUIRED and not ctx.args.get("speculative_draft_model_path"):
+    row = catalogued(ctx.algorithm)
+    if row is not None and row.needs_draft_model and not ctx.args.get("speculative_draft_model_path"):
         yield Finding(
             "error",
             "spec/draft-model-required",
@@ -173,7 +180,7 @@ def spec_settings_without_algorithm(ctx: Context) -> Iterator[Finding]:
 
 @rule
 def block_size_rules(ctx: Context) -> Iterator[Finding]:
-    if ctx.algorithm not in BLOCK_ALGORITHMS:
+    if not ctx.reads(DFLASH_BLOCK):
         if ctx.args.has("speculative_dflash_block_size"):
             yield Finding(
                 "warning",
@@ -212,7 +219,7 @@ def block_size_rules(ctx: Context) -> Iterator[Finding]:
 
 @rule
 def dflash_startup_rules(ctx: Context) -> Iterator[Finding]:
-    if ctx.algorithm not in BLOCK_ALGORITHMS:
+    if not ctx.reads(DFLASH_BLOCK):
         return
     pp = ctx.args.integer("pp_size")
     if pp is not None and pp != 1:
@@ -253,7 +260,7 @@ def dflash_startup_rules(ctx: Context) -> Iterator[Finding]:
 def ddtree_rules(ctx: Context) -> Iterator[Finding]:
     ddtree = ctx.profile.spec.ddtree
     env = ctx.launch.env
-    if ctx.algorithm != "DDTREE":
+    if not ctx.reads(DDTREE_BUDGET):
         stray = [f"spec.ddtree.{k}" for k, v in ddtree.model_dump().items() if v is not None]
         if ctx.args.has("speculative_ddtree_budget"):
             stray.append("--speculative-ddtree-budget")

@@ -58,9 +58,9 @@ def target_store_key(profile: str | None, url: str | None, overrides: list[str] 
 
 def build_target(request: RunRequest, canary: CanarySettings) -> WatchTarget:
     if request.url is not None:
-        from k26ctl.smoke.target import api_key_from_env
+        from k26ctl import inputs
 
-        api_key = api_key_from_env(request.api_key_env)
+        api_key = inputs.api_key(request.api_key_env)
         return url_target(request.url, request.model, request.suite, api_key, canary)
     from k26ctl.profile import load_profile
 

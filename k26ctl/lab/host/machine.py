@@ -20,12 +20,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, K26Error, PermissionDeniedError, UnreachableError
 from k26ctl.lab.host import netns
 from k26ctl.lab.host.gpu import GpuParts
@@ -172,7 +173,7 @@ def load_state(name: str) -> LabHostState | None:
 def _save_state(state: LabHostState) -> None:
     path = Path(state.state_dir) / "state.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+    tmp.write_text(json.dumps(tagged("lab-host", state.to_json()), indent=2) + "\n")
     os.replace(tmp, path)
 
 
@@ -523,26 +524,35 @@ def lab_up(
     real_sglang: tuple[str, ...] = (),
     gpu: GpuParts | None = None,
     binds: tuple[tuple[str, str], ...] = (),
+    *,
+    rebuild: Callable[[str], None] | None = None,
 ) -> LabHostState:
     """Boot the lab host (or return it when it is already up and answering SSH). `real_sglang`: the
     SGLang releases to serve next to the stand-in (installed into the machine's cache if missing);
-    `gpu`: this machine's GPU parts to bind in (module gpu); `binds`: folders bound read-write."""
+    `gpu`: this machine's GPU parts to bind in (module gpu); `binds`: folders bound read-write.
+
+    A host that is up without one of them is refused, unless `rebuild` is given (the demos own their
+    host): then it is told a line saying so, and the host is brought down and up again with them."""
     check_name(name)
     ensure_prerequisites(install_deps)
     status = lab_status(name)
     if status.running and status.host is not None:
         missing = sorted(set(real_sglang) - set(status.host.real_sglang))
-        if missing:
-            raise ConfigError(
-                f"lab host {name} is up without real SGLang {', '.join(missing)}",
-                f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real",
-            )
         if gpu is not None and not status.host.gpu:
             raise ConfigError(
                 f"lab host {name} is up without the GPU",
                 f"bring it down first (`k26ctl lab host down --name {name}`), then up with --gpu",
             )
-        return status.host
+        if not missing:
+            return status.host
+        without = f"lab host {name} is up without real SGLang {', '.join(missing)}"
+        if rebuild is None:
+            raise ConfigError(
+                without, f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real"
+            )
+        rebuild(f"{without}: bringing it down and up again with it")
+        lab_down(name)
+        status = lab_status(name)
     if status.state == "stale":
         lab_down(name)
     if real_sglang:  # before anything is made: a first install takes minutes
