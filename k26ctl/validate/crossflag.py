@@ -21,7 +21,7 @@ from k26ctl.validate.releases import version_key
 
 if TYPE_CHECKING:
     from k26ctl.profile import Profile
-    from k26ctl.validate.rules import Context
+    from k26ctl.validate.context import Context
 
 SGLANG = "https://github.com/sgl-project/sglang"
 # Targets whose attention is multi-head latent attention (MLA): the Kimi K2.x and DeepSeek V2/V3/R1

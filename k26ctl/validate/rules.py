@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from k26ctl.algorithms import ALGORITHMS, DDTREE_BUDGET, DFLASH_BLOCK
 from k26ctl.algorithms import algorithm as catalogued
-from k26ctl.profile import Profile
-from k26ctl.render import SECRET_FLAGS, LaunchSpec, is_secret_env_name
+from k26ctl.render import SECRET_FLAGS, is_secret_env_name
+from k26ctl.validate.context import Context
 from k26ctl.validate.findings import Finding
-from k26ctl.validate.options import SGLANG_ENTRYPOINTS, OptionTable, ParsedArgs
+from k26ctl.validate.options import SGLANG_ENTRYPOINTS
 
 FIX_PATCH = "triton-ddtree-verify-width"
 # Releases whose Triton backend sizes the target-verify mask from the block size (the bug); from
@@ -26,35 +25,6 @@ KNOWN_SM120_BAD_BACKENDS = {
     "fa3": "FA3 kernels support SM80-SM90 only",
     "trtllm_mla": "trtllm_mla prefill fails on SM120 (SGLang issue #24633)",
 }
-
-
-@dataclass
-class Context:
-    profile: Profile
-    launch: LaunchSpec
-    args: ParsedArgs
-    table: OptionTable
-    # name -> state from the host's patch check (applied, not-needed, ...); None when not asked
-    host_patches: dict[str, str] | None = None
-
-    @property
-    def algorithm(self) -> str:
-        return (self.args.get("speculative_algorithm") or "NONE").upper()
-
-    def reads(self, flag: str) -> bool:
-        """Whether the algorithm reads `flag`, by the algorithm catalogue (False where it lacks it)."""
-        row = catalogued(self.algorithm)
-        return row is not None and flag in row.reads
-
-    def block_size(self) -> int | None:
-        for dest in ("speculative_dflash_block_size", "speculative_num_draft_tokens"):
-            value = self.args.integer(dest)
-            if value is not None:
-                return value
-        return None
-
-    def patch_names(self) -> set[str]:
-        return set(self.profile.patches)
 
 
 Rule = Callable[[Context], Iterator[Finding]]
