@@ -601,3 +601,7 @@ def known_patch_names() -> set[str] | None:
         if isinstance(data, dict) and isinstance(data.get("name"), str):
             names.add(data["name"])
     return names
+
+
+# Rules kept in their own modules register themselves on import (they import `rule` from here).
+from k26ctl.validate import warm_caches as _warm_caches  # noqa: E402, F401
