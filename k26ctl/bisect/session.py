@@ -86,6 +86,7 @@ class StepRecord:
     detail: str
     replayed: bool = False
     load_seconds: float | None = None  # the server's own start-to-ready time of a restart, from its journal
+    phases: dict[str, Any] | None = None  # where that restart's time went (deploy.phases JSON)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +100,7 @@ class StepRecord:
             "detail": self.detail,
             "replayed": self.replayed,
             "load_seconds": self.load_seconds,
+            "phases": self.phases,
             "time": time.time(),
         }
 
@@ -119,6 +121,7 @@ class StepRecord:
             detail=shape.detail,
             replayed=shape.replayed,
             load_seconds=shape.load_seconds,
+            phases=shape.phases,
         )
 
 

@@ -47,6 +47,7 @@ class Deployed:
     refused: bool = False  # not deployed at all (the profile with this value is invalid)
     loaded: LoadedProfile | None = None
     load_seconds: float | None = None  # the server's own start-to-ready time, from its journal
+    phases: dict[str, Any] | None = None  # where the restart's time went (deploy.phases, as JSON)
 
 
 def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> Deployed:
@@ -59,7 +60,10 @@ def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> De
     if not up and result.journal_lines:
         detail += " | " + result.journal_lines[-1]
     load = result.load_seconds if isinstance(result.load_seconds, (int, float)) else None
-    return Deployed(up, bool(result.restarted), detail, smoke_verdict, loaded=loaded, load_seconds=load)
+    phases = result.phases.to_json() if getattr(result, "phases", None) is not None else None
+    return Deployed(
+        up, bool(result.restarted), detail, smoke_verdict, loaded=loaded, load_seconds=load, phases=phases
+    )
 
 
 class Deployer(Protocol):
@@ -229,16 +233,17 @@ class DeployingStepRunner:
         loaded = with_assignment(self.base, probe.assignment) if self.base is not None else None
         restarted = False
         load_seconds: float | None = None
+        phases: dict[str, Any] | None = None
         first: tuple[Verdict, str] | None = None
         if self.deployer is not None:
             assert loaded is not None
             deployed = self.deployer.deploy(loaded)
-            restarted, load_seconds = deployed.restarted, deployed.load_seconds
+            restarted, load_seconds, phases = deployed.restarted, deployed.load_seconds, deployed.phases
             if not deployed.up:
                 bad = self.load_failure_is_bad and not deployed.refused
                 verdict = Verdict.BAD if bad else Verdict.SKIP
                 why = deployed.detail if deployed.refused else f"did not come up: {deployed.detail}"
-                return StepOutcome(verdict, restarted, [verdict], why, load_seconds)
+                return StepOutcome(verdict, restarted, [verdict], why, load_seconds, phases)
             if self.judge is None and deployed.smoke_verdict is not None:
                 first = (deployed.smoke_verdict, deployed.detail)
 
@@ -255,7 +260,7 @@ class DeployingStepRunner:
             if self.tries > 1:
                 self.note(f"try {len(verdicts)}/{self.tries}: {verdict.value} ({detail})")
         detail = details[-1] if details else ""
-        return StepOutcome(combine_tries(verdicts), restarted, verdicts, detail, load_seconds)
+        return StepOutcome(combine_tries(verdicts), restarted, verdicts, detail, load_seconds, phases)
 
     def _judge_once(self, probe: Probe, step: int, loaded: LoadedProfile | None) -> tuple[Verdict, str]:
         if self.judge is None:

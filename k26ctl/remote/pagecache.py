@@ -98,16 +98,18 @@ def readahead(rate: float, max_seconds: float, paths: list[str]) -> dict[str, ob
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
             while not stopped["why"]:
-                got = os.readv(fd, [buf])
-                if got <= 0:
-                    break
-                done += got
                 now = time.monotonic()
                 if now - start >= max_seconds:
                     stopped["why"] = "time limit"
-                ahead = done / rate - (now - start)  # seconds ahead of the budget
-                if ahead > 0:
-                    time.sleep(min(ahead, 1.0))
+                    break
+                wait = done / rate - (now - start)  # the budget allows the next chunk after this
+                if wait > 0:
+                    time.sleep(min(wait, 1.0, start + max_seconds - now))
+                else:
+                    got = os.readv(fd, [buf])
+                    if got <= 0:
+                        break
+                    done += got
                 if now - last_report >= 1.0:
                     last_report = now
                     print(json.dumps({"progress": done, "seconds": round(now - start, 3)}), flush=True)

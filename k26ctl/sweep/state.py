@@ -98,6 +98,7 @@ class PointRecord:
     seconds: float
     detail: str
     levels: list[LevelResult] = field(default_factory=list)
+    phases: dict[str, Any] | None = None  # the deploy's restart phases (deploy.phases JSON)
 
     def level(self, concurrency: int) -> LevelResult | None:
         return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
@@ -124,6 +125,7 @@ class PointRecord:
             "seconds": round(self.seconds, 3),
             "detail": self.detail,
             "levels": [lv.to_json() for lv in self.levels],
+            "phases": self.phases,
             "time": time.time(),
         }
 
@@ -145,6 +147,7 @@ class PointRecord:
             seconds=shape.seconds,
             detail=shape.detail,
             levels=[LevelResult(**level.model_dump()) for level in shape.levels],
+            phases=shape.phases,
         )
 
 
