@@ -2,10 +2,10 @@
 """Restart cost on the real SGLang 0.5.15 CPU server under systemd: where the stop -> ready time goes
 when the host's page cache is cold or warm, and what reading the weights ahead before the stop saves.
 
-The lab host (`k26ctl lab host up --real`) gets a copy of the tiny lab model with one extra shard of
-SIZE GiB (`zz-pad.safetensors`, one tensor named `lm_head.weight`: SGLang's Llama loader reads it and
-skips it, since the model ties its embeddings, llama.py:664), so the weight phase reads SIZE GiB
-from disk like a real checkpoint. Each round deploys it three times with `k26ctl deploy --force`:
+The lab host (`k26ctl lab host up --real`) gets a copy of the tiny lab model whose MLPs are widened
+with zeros to a SIZE GiB checkpoint (same answers: the extra rows and columns are zero), so the weight
+phase reads SIZE GiB from disk like a real checkpoint. Each round deploys it three times with
+`k26ctl deploy --force`:
 
   cold        page cache dropped (`echo 1 > /proc/sys/vm/drop_caches` on this machine, which the lab
               host shares), restart.readahead=never: imports and weights both come from disk
@@ -37,28 +37,64 @@ PROFILE = ROOT / "profiles" / "lab" / "sglang.yaml"
 MODEL = "/srv/k26bench/model"
 TINY = "/opt/sglang/models/k26real-tiny"
 
-# Writes a safetensors file of SIZE GiB in 64 MiB pieces (the format: an 8-byte little-endian header
-# length, the JSON header, the raw data), so making it takes no memory.
-PAD = r"""
+# Widens the tiny model's MLPs with zeros so its checkpoint is SIZE GiB and its answers are the same
+# (the extra gate/up rows are zero, so silu(0) * 0 adds nothing through the extra down columns, which
+# are zero too). Streams the new safetensors file (8-byte little-endian header length, JSON header,
+# raw data) without holding it in memory; SGLang then really reads every byte at load.
+WIDEN = r"""
 import json, os, struct, sys
-path, gib = sys.argv[1], float(sys.argv[2])
-cols = 128
-rows = int(gib * (1 << 30)) // (4 * cols)
-size = rows * cols * 4
-header = json.dumps({"lm_head.weight": {"dtype": "F32", "shape": [rows, cols], "data_offsets": [0, size]}})
-header += " " * (-len(header) % 8)
-block = os.urandom(1 << 20) * 64
-with open(path + ".tmp", "wb") as f:
-    f.write(struct.pack("<Q", len(header)) + header.encode())
-    left = size
-    while left:
-        n = min(left, len(block))
-        f.write(block[:n])
-        left -= n
+src, dst, gib = sys.argv[1], sys.argv[2], float(sys.argv[3])
+config = json.load(open(os.path.join(src, "config.json")))
+hidden, inter, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+with open(os.path.join(src, "model.safetensors"), "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    header = json.loads(f.read(n))
+    base = 8 + n
+    data = f.read()
+header.pop("__metadata__", None)
+wide = max(inter, int(gib * (1 << 30)) // (4 * 3 * hidden * layers))
+def raw(name):
+    a, b = header[name]["data_offsets"]
+    return data[a:b]
+out, offset = {}, 0
+for name, info in header.items():
+    assert info["dtype"] == "F32", info
+    shape = list(info["shape"])
+    if name.endswith(("gate_proj.weight", "up_proj.weight")):
+        shape = [wide, hidden]
+    elif name.endswith("down_proj.weight"):
+        shape = [hidden, wide]
+    size = 4 * shape[0] * shape[1] if len(shape) == 2 else 4 * shape[0]
+    out[name] = {"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + size]}
+    offset += size
+text = json.dumps(out)
+text += " " * (-len(text) % 8)
+zeros = bytes(1 << 22)
+def pad(f, count):
+    while count:
+        k = min(count, len(zeros))
+        f.write(zeros[:k])
+        count -= k
+with open(os.path.join(dst, "model.safetensors.tmp"), "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text.encode())
+    for name in out:
+        b = raw(name)
+        if name.endswith(("gate_proj.weight", "up_proj.weight")):
+            f.write(b)
+            pad(f, 4 * (wide - inter) * hidden)
+        elif name.endswith("down_proj.weight"):
+            row = 4 * inter
+            for r in range(hidden):
+                f.write(b[r * row:(r + 1) * row])
+                pad(f, 4 * (wide - inter))
+        else:
+            f.write(b)
     f.flush()
     os.fsync(f.fileno())
-os.replace(path + ".tmp", path)
-print(size)
+os.replace(os.path.join(dst, "model.safetensors.tmp"), os.path.join(dst, "model.safetensors"))
+config["intermediate_size"] = wide
+json.dump(config, open(os.path.join(dst, "config.json"), "w"), indent=2)
+print(wide)
 """
 
 
@@ -83,14 +119,21 @@ def on_host(name: str, *argv: str) -> str:
 
 
 def make_model(name: str, gib: float) -> int:
-    script = f"mkdir -p {MODEL} && cp -p {TINY}/*.json {TINY}/model.safetensors {MODEL}/"
-    on_host(name, "sh", "-c", script)
+    """The widened copy of the tiny model on the host (made once; its size in bytes)."""
+    on_host(
+        name,
+        "sh",
+        "-c",
+        f"mkdir -p {MODEL} && cp -p {TINY}/tokenizer*.json {TINY}/generation_config.json {MODEL}/",
+    )
     python = "/opt/sglang/0.5.15/venv/bin/python"
-    have = on_host(name, "sh", "-c", f"stat -c %s {MODEL}/zz-pad.safetensors 2>/dev/null || echo 0").strip()
-    want = int(gib * (1 << 30)) // 512 * 512
-    if abs(int(have) - want) > 1 << 20:
-        on_host(name, python, "-c", PAD, f"{MODEL}/zz-pad.safetensors", str(gib))
-    return int(on_host(name, "sh", "-c", f"du -sb {MODEL} | cut -f1").strip())
+    have = int(
+        on_host(name, "sh", "-c", f"stat -c %s {MODEL}/model.safetensors 2>/dev/null || echo 0").strip()
+    )
+    if abs(have - gib * (1 << 30)) > 64 << 20:
+        on_host(name, "rm", "-f", f"{MODEL}/zz-pad.safetensors")
+        on_host(name, python, "-c", WIDEN, TINY, MODEL, str(gib))
+    return int(on_host(name, "sh", "-c", f"du -sb {MODEL}/model.safetensors | cut -f1").strip())
 
 
 def drop_caches() -> None:
@@ -103,6 +146,9 @@ def deploy(name: str, readahead: str) -> dict[str, Any]:
         sys.executable, "-m", "k26ctl", "deploy", str(PROFILE), "--yes", "--no-smoke", "--force", "--json",
         "--set", f"host.lab={name}", "--set", f"sglang.model_path={MODEL}",
         "--set", f"restart.readahead={readahead}", "--set", "restart.readahead_rate_mb_s=400",
+        # the old 0.5.15 server's scheduler outlives its SIGKILL in the lab (systemd waits the whole
+        # TimeoutStopSec again): shorter stop timeouts keep each round to minutes
+        "--set", "service.drain_timeout_sec=10", "--set", "service.timeout_stop_sec=15",
     ]  # fmt: skip
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1200, cwd=ROOT)

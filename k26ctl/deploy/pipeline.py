@@ -32,7 +32,7 @@ from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.deploy.phases import parse_phases
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
-from k26ctl.deploy.readahead import read_ahead, residency, weight_files
+from k26ctl.deploy.readahead import Residency, read_ahead, residency, weight_files
 from k26ctl.deploy.readiness import ProbeResult
 from k26ctl.deploy.restore import restore_snapshot
 from k26ctl.deploy.session import (
@@ -191,8 +191,7 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
         if result.diff:
             log.emit("diff", result.diff)
     log.add("plan", "ok", "; ".join(plan.change_lines()) or "nothing to change")
-    if plan.restart:
-        _expect_downtime(run, facts)
+    found = _expect_downtime(run, facts) if plan.restart else None
     if opts.check:
         result.verdict = "changes-pending" if plan.has_changes else "ok"
         result.exit_code = ExitCode.CHANGES_PENDING if plan.has_changes else ExitCode.OK
@@ -203,7 +202,7 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
     before = run.before = Snapshot(facts.unit_text, applied)
     try:
         if plan.restart:
-            _read_ahead(run, facts)
+            _read_ahead(run, facts, found)
         _apply(run, plan)
         ready = _restart_and_wait(run, plan)
         if ready and plan.smoke:
@@ -239,14 +238,16 @@ def _start_conditions(run: DeployRun, facts: HostFacts, resident: int | None, to
     run.result.start_conditions = conditions_json(jit, why, resident, total)
 
 
-def _expect_downtime(run: DeployRun, facts: HostFacts) -> None:
+def _expect_downtime(run: DeployRun, facts: HostFacts) -> tuple[list[str], Residency] | None:
     """The stop -> ready time this host's history predicts for this restart (plan and --check). Reading
     the conditions is best effort: without them the prediction rests on every recorded restart."""
     resident = total = None
+    found = None
     try:
         files = weight_files(run.host, run.profile)
+        cached = residency(run.host, run.profile.sglang.python, files)
+        found = (files, cached)
         if files:
-            cached = residency(run.host, run.profile.sglang.python, files)
             resident, total = cached.resident, cached.bytes
     except K26Error as exc:
         run.log.emit("warning", f"page-cache residency of the weights not read: {exc.one_line()}")
@@ -257,23 +258,25 @@ def _expect_downtime(run: DeployRun, facts: HostFacts) -> None:
     conditions = as_conditions(run.result.start_conditions or {})
     expectation = expect_downtime(facts.history, conditions)
     run.result.expected = expectation
-    found = run.result.start_conditions or {}
+    seen = run.result.start_conditions or {}
     now = f"next start: {conditions.words()}" + (
-        f" ({found['jit_cache_why']})" if found.get("jit_cache_why") else ""
+        f" ({seen['jit_cache_why']})" if seen.get("jit_cache_why") else ""
     )
     if expectation is None:
         run.log.add("downtime", "ok", f"{now}; no earlier restart with phases on this host to predict from")
     else:
         run.log.add("downtime", "ok", f"{now}; {expectation.line()}")
+    return found
 
 
-def _read_ahead(run: DeployRun, facts: HostFacts) -> None:
+def _read_ahead(run: DeployRun, facts: HostFacts, found: tuple[list[str], Residency] | None) -> None:
     """Weights into the page cache while the old server still serves (restart.readahead)."""
     with run.log.step("readahead", "reading the weights ahead while the old server serves") as handle:
         try:
             report = read_ahead(
                 run.host,
                 run.profile,
+                found=found,
                 on_progress=lambda done, total, secs: run.log.emit(
                     "progress",
                     "reading weights ahead",

@@ -126,14 +126,19 @@ def read_ahead(
     host: Host,
     profile: Profile,
     *,
+    found: tuple[list[str], Residency] | None = None,
     on_progress: ProgressFn | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> ReadaheadReport:
-    """Residency, then (as `restart.readahead` says) the read-ahead, then residency again."""
+    """Residency, then (as `restart.readahead` says) the read-ahead, then residency again. `found`: the
+    weight files and their residency as just measured (the plan did), to save the host two commands."""
     settings = profile.restart
     python = profile.sglang.python
-    files = weight_files(host, profile)
-    before = residency(host, python, files)
+    if found is None:
+        files = weight_files(host, profile)
+        before = residency(host, python, files)
+    else:
+        files, before = found
     report = ReadaheadReport(
         files=len(files),
         bytes=before.bytes,

@@ -62,7 +62,7 @@ def restart_chart(restarts: list[tuple[str, Any]], name: str) -> Any:
     rows = [(label, seconds) for label, seconds in rows if seconds]
     if not rows:
         return None
-    with charts.figure(7.0, 1.2 + 0.38 * len(rows)) as fig:
+    with charts.figure(7.0, 2.1 + 0.38 * len(rows)) as fig:
         ax = fig.add_subplot()
         seen: set[str] = set()
         for row, (_, seconds) in enumerate(rows):
