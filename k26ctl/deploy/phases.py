@@ -431,8 +431,8 @@ def _weight_detail(detail: dict[str, Any], line: str, m: re.Match[str]) -> None:
         detail["type"] = model_type[1]
     usage = _float(_MEM_USAGE, line)
     if usage is not None and usage > 0:
-        # SGLang logs the device memory the weights took (each rank its shard), not bytes read from
-        # disk; on a CPU there is no device memory to measure and it logs 0: no size, no rate
+        # SGLang logs the memory the weights took (each rank its shard; on a CPU the drop in the host's
+        # available memory, so other processes blur it), not bytes read from disk; 0 logs no size
         detail["bytes"] = detail.get("bytes", 0) + int(usage * GIB)
 
 

@@ -59,7 +59,7 @@ def test_real_0_5_15_restart_under_systemd() -> None:
     weights = result.find("weights")
     assert weights is not None
     assert weights.detail["type"] == "LlamaForCausalLM" and weights.detail["shards"] == 1
-    assert "bytes" not in weights.detail  # a CPU logs `mem usage=0.00 GB`: no size, no rate claimed
+    assert "bytes" not in weights.detail  # the tiny model: `mem usage=0.00 GB`, no size, no rate claimed
     assert weights.evidence[0].endswith("Load weight begin. avail mem=20.45 GB")
     kv = result.find("kv-cache")
     assert kv is not None and kv.detail["tokens"] == 16384 and kv.detail["dtype"] == "torch.float16"
