@@ -23,13 +23,23 @@ def last_started_release(records: Sequence[DeployRecord]) -> str | None:
     return None
 
 
-def jit_cache_bytes(host: Host, root: str) -> int:
-    """Bytes under the cache directory (0 when it does not exist yet)."""
-    res = host.run(
-        ["sh", "-c", 'du -sb -- "$1" 2>/dev/null | cut -f1', "k26ctl", root], sudo=True, timeout=120
-    )
-    text = res.stdout.strip()
-    return int(text) if text.isdigit() else 0
+# $1 the cache root: "<files> <bytes>" of the regular files under it ("0 0" when it does not exist;
+# empty directories, which the libraries make at import, do not make a cache warm)
+_CACHE_SIZE = r"""
+[ -d "$1" ] || { echo "0 0"; exit 0; }
+files=$(find "$1" -type f | wc -l)
+bytes=$(du -sb -- "$1" | cut -f1)
+echo "$files $bytes"
+"""
+
+
+def jit_cache_files(host: Host, root: str) -> tuple[int, int]:
+    """(files, bytes) under the cache directory."""
+    res = host.run(["sh", "-c", _CACHE_SIZE, "k26ctl", root], sudo=True, timeout=120)
+    parts = res.stdout.split()
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return 0, 0
+    return int(parts[0]), int(parts[1])
 
 
 def jit_cache_state(
@@ -43,12 +53,12 @@ def jit_cache_state(
     if previous and release and previous != release:
         return "cold", f"the release changes ({previous} -> {release})"
     try:
-        size = jit_cache_bytes(host, root)
+        files, size = jit_cache_files(host, root)
     except K26Error as exc:
         return None, f"{root} not read: {exc.one_line()}"
-    if size == 0:
-        return "cold", f"{root} is empty"
-    return "warm", f"{root} holds {size / (1 << 20):.1f} MiB"
+    if files == 0:
+        return "cold", f"{root} holds no cached kernels"
+    return "warm", f"{root} holds {files} files, {size / (1 << 20):.1f} MiB"
 
 
 def conditions_json(jit: str | None, why: str, resident: int | None, total: int | None) -> dict[str, Any]:
