@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from k26ctl.deploy.downtime import WEIGHTS_CACHED, Conditions
+from k26ctl.deploy.downtime import Conditions
 from k26ctl.deploy.history import DeployRecord
 from k26ctl.errors import K26Error
 from k26ctl.profile import Profile
@@ -72,9 +72,4 @@ def conditions_json(jit: str | None, why: str, resident: int | None, total: int 
 
 
 def as_conditions(data: dict[str, Any]) -> Conditions:
-    share = data.get("weights_resident")
-    jit = data.get("jit_cache")
-    return Conditions(
-        jit_cache=jit if jit in ("warm", "cold") else None,
-        weights_cached=None if share is None else share >= WEIGHTS_CACHED,
-    )
+    return Conditions.from_record(data)

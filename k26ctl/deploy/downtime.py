@@ -24,6 +24,7 @@ class Conditions:
 
     jit_cache: str | None = None  # "warm" | "cold"
     weights_cached: bool | None = None
+    weights_bytes: int | None = None  # the size of the weights the start reads (another model: not alike)
 
     def words(self) -> str:
         parts = []
@@ -37,9 +38,11 @@ class Conditions:
     def from_record(cls, data: dict[str, Any] | None) -> Conditions:
         data = data or {}
         resident = data.get("weights_resident")
+        size = data.get("weights_bytes")
         return cls(
             jit_cache=data.get("jit_cache") if data.get("jit_cache") in ("warm", "cold") else None,
             weights_cached=None if resident is None else float(resident) >= WEIGHTS_CACHED,
+            weights_bytes=int(size) if isinstance(size, (int, float)) and size > 0 else None,
         )
 
 
@@ -98,6 +101,8 @@ def _matches(record: DeployRecord, want: Conditions) -> bool:
     seen = Conditions.from_record(record.start_conditions)
     if want.jit_cache is not None and seen.jit_cache != want.jit_cache:
         return False
+    if want.weights_bytes and seen.weights_bytes and abs(seen.weights_bytes / want.weights_bytes - 1) > 0.1:
+        return False  # another checkpoint: its load says little about this one
     return want.weights_cached is None or seen.weights_cached == want.weights_cached
 
 

@@ -82,3 +82,26 @@ def test_a_history_record_keeps_the_real_phases() -> None:
     )
     back = parse_history(serialize([record]))
     assert back == [record] and back[0].phases == real
+
+
+def test_restarts_of_another_checkpoint_size_are_not_alike() -> None:
+    big = DeployRecord.from_json(
+        {
+            "time": "t",
+            "restarted": True,
+            "phases": phases(5, 200, 150),
+            "start_conditions": {"jit_cache": "warm", "weights_resident": 1.0, "weights_bytes": 10 << 30},
+        }
+    )
+    small = DeployRecord.from_json(
+        {
+            "time": "t",
+            "restarted": True,
+            "phases": phases(5, 30, 1),
+            "start_conditions": {"jit_cache": "warm", "weights_resident": 1.0, "weights_bytes": 2 << 30},
+        }
+    )
+    e = expect_downtime(
+        [big, small], Conditions(jit_cache="warm", weights_cached=True, weights_bytes=2 << 30)
+    )
+    assert e is not None and e.matched and e.samples == 1 and e.seconds == 35.0
