@@ -62,7 +62,7 @@ def restart_chart(restarts: list[tuple[str, Any]], name: str) -> Any:
     rows = [(label, seconds) for label, seconds in rows if seconds]
     if not rows:
         return None
-    with charts.figure(7.0, 2.1 + 0.38 * len(rows)) as fig:
+    with charts.figure(7.0, 1.9 + 0.38 * len(rows)) as fig:
         ax = fig.add_subplot()
         seen: set[str] = set()
         for row, (_, seconds) in enumerate(rows):
@@ -88,7 +88,6 @@ def restart_chart(restarts: list[tuple[str, Any]], name: str) -> Any:
         ax.set_yticks(range(len(rows)), [label for label, _ in rows])
         ax.invert_yaxis()
         ax.set_xlabel("seconds from the old server's stop to the new one's ready line")
-        ax.legend(
-            loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.5 / max(1, len(rows))), ncol=3, fontsize=8
-        )
+        # above the bars, inside the figure: constrained layout makes room for an axes legend
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=4, fontsize=8)
         return charts.svg(fig, name, "restart phases, one stacked bar per restart")

@@ -55,3 +55,16 @@ def test_bisect_and_sweep_pages_draw_every_steps_restart() -> None:
     sweep["points"][0]["phases"] = real_phases("restart-0.5.23-cpu.jsonl")
     assert page_html(sweep).count(CHART) == 1
     assert CHART not in page_html(fixture("sweep.json"))  # saved before phases existed: no empty chart
+
+
+def test_the_legend_is_inside_the_drawn_figure() -> None:
+    import re
+
+    from k26ctl.report.restarts import restart_chart
+
+    svg = str(restart_chart([("r", real_phases("restart-0.5.23-cpu.jsonl"))], "legend"))
+    height = float(re.search(r'viewBox="0 0 [\d.]+ ([\d.]+)"', svg)[1])  # type: ignore[index]
+    legend = svg[svg.index('id="legend_1"') :]
+    ys = [float(y) for y in re.findall(r"L [\d.]+ ([\d.]+)", legend[:3000])]
+    assert ys and min(ys) >= 0 and max(ys) <= height
+    assert "old server stopping" in legend and "weight loading" in legend
