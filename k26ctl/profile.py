@@ -199,6 +199,8 @@ class SmokeConfig(_Model):
     timeout: float = Field(default=120.0, gt=0)
     probes: bool = True  # greedy self-consistency probes after the suite (where the server supports them)
     probe_positions: int = Field(default=32, ge=1)  # output tokens probed per temperature-0 answer
+    # Below this share of the configuration's accept-length baseline a deploy fails (below 95 % it warns)
+    accept_fail_ratio: float | None = Field(default=None, gt=0, le=1)
 
 
 class RestartConfig(_Model):

@@ -73,6 +73,7 @@ class DeployResult:
     diff: str = ""
     steps: list[StepResult] = field(default_factory=list)
     kind: str = "deploy"  # deploy | rollback
+    accept_baseline: dict[str, Any] | None = None  # the accept length against its configuration's baseline
     phases: Any | None = None  # deploy.phases.RestartPhases of this run's restart, from the journal
     expected: Any | None = None  # deploy.downtime.Expectation: the stop -> ready time history predicts
     readahead: dict[str, Any] | None = None  # the weights read ahead before the stop (deploy.readahead)
@@ -118,6 +119,7 @@ class DeployResult:
             "host_state": self.host_state,
             "smoke_reason": self.smoke_reason,
             "smoke": smoke,
+            "accept_baseline": self.accept_baseline,
             "plan": self.plan.to_json() if self.plan else None,
             "diff": self.diff or None,
             "steps": [

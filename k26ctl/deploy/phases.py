@@ -192,6 +192,7 @@ _STOPPED = re.compile(r"^(?:Stopped \S|\S+\.service: Deactivated successfully\.)
 _STARTED = re.compile(r"^Started \S")
 # managers/tokenizer_manager.py (0.5.15:3123, 0.5.23:4068): `SIGTERM received. signum=... Draining ...`
 _SIGTERM = re.compile(r"\bSIGTERM received\b")
+SIGTERM_BEFORE_STOPPING_US = 2_000_000  # how far before `Stopping` SGLang's SIGTERM line still counts
 _UNIT_NOTE = re.compile(r"^\S+\.service: ")
 
 GIB = 1 << 30
@@ -270,7 +271,9 @@ def _float(pattern: re.Pattern[str], line: str) -> float | None:
 
 def parse_phases(records: Iterable[JournalRecord]) -> RestartPhases:
     """The phases of one restart from its journal records, oldest first (see the module docstring).
-    Records after the ready line are ignored; lines that mark nothing are ignored."""
+    Records after the ready line are ignored; lines that mark nothing are ignored. The old server's own
+    lines before its stop (the last requests it served after the journal cursor was taken) belong to
+    no phase."""
     kept: list[tuple[int, str, str]] = []
     ready = False
     for record in records:
@@ -334,10 +337,15 @@ def _new_process_index(kept: Sequence[tuple[int, str, str]]) -> int:
 
 
 def _stop_begin(old: Sequence[tuple[int, str, str]]) -> int | None:
-    """When stopping the old process began: systemd's `Stopping` line, or SGLang's own SIGTERM line when
-    journald happened to write that first (both come from the same moment)."""
-    marks = [ts for ts, line, _ in old if _STOPPING.match(line) or _SIGTERM.search(line)]
-    return min(marks) if marks else None
+    """When stopping the old process began: systemd's last `Stopping` line, or SGLang's own `SIGTERM
+    received` just before it when journald happened to write that first (both come from the same
+    moment); without a `Stopping` line, the last SIGTERM line."""
+    stopping = [ts for ts, line, _ in old if _STOPPING.match(line)]
+    sigterm = [ts for ts, line, _ in old if _SIGTERM.search(line)]
+    if stopping:
+        near = [ts for ts in sigterm if stopping[-1] - SIGTERM_BEFORE_STOPPING_US <= ts <= stopping[-1]]
+        return min([stopping[-1], *near])
+    return sigterm[-1] if sigterm else None
 
 
 def _timings(text: str) -> dict[str, float]:

@@ -496,6 +496,35 @@ def _smoke(run: DeployRun) -> None:
             result.message = "the server answers, but smoke failed" + (
                 f" ({', '.join(detectors[:6])}{', ...' if len(detectors) > 6 else ''})" if detectors else ""
             )
+    if result.smoke is not None:
+        _accept_baseline(run, result.smoke)
+
+
+def _accept_baseline(run: DeployRun, report: Any) -> None:
+    """The run's accept length against its configuration's baseline on this host; a passing run that
+    does not fall below the warning mark becomes a sample of that baseline."""
+    from k26ctl.deploy.accept_baseline import judge_on_host
+
+    profile, result = run.profile, run.result
+    if report.measured_accept_length is None or profile.spec.algorithm.value == "NONE" or run.facts is None:
+        return
+    with run.log.step("accept-baseline", "comparing the accept length with its baseline") as handle:
+        try:
+            found = judge_on_host(
+                run.host, profile, report, source="deploy smoke", version=run.facts.sglang_version
+            )
+        except K26Error as exc:
+            handle.failed(exc.one_line())
+            return
+        assert found is not None
+        result.accept_baseline = found.to_json()
+        if found.status == "failed":
+            handle.failed(found.message)
+            if result.verdict != "failed":
+                result.verdict, result.exit_code = "failed", ExitCode.FAILED
+                result.failure, result.message = "accept-baseline", found.message
+            return
+        handle.ok(("warning: " if found.status == "warning" else "") + found.message)
 
 
 def _prior_accept(run: DeployRun) -> PriorAccept | None:
@@ -519,6 +548,7 @@ def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
         "summary": result.smoke.summary(),
         # what the next smoke of the same configuration is judged against (deploy/history.py)
         "accept_length": round(measured, 4) if measured is not None else None,
+        "accept_baseline": result.accept_baseline,
     }
 
 

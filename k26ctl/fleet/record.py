@@ -60,6 +60,7 @@ class MemberState:
     fingerprint: str | None = None  # the target profile's fingerprint once deployed
     seconds: dict[str, float] = field(default_factory=dict)  # per step
     updated: str = ""
+    gateway: dict[str, Any] = field(default_factory=dict)  # SMG: its priority, cost at take-out
 
     @property
     def in_service(self) -> bool:

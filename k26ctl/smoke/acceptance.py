@@ -190,7 +190,7 @@ def suite_findings(value: float, rule: AcceptRule) -> list[Finding]:
                 NOTHING_ACCEPTED,
                 f"{label}: the drafter accepts nothing ({rule.expected_range()}); every draft is "
                 "rejected, so speculation only costs time: a broken or untrained drafter (wrong draft "
-                "model, wrong target layers, random weights)",
+                "model, wrong target layers, random weights; sgl-project/sglang#27829)",
             )
         ]
     if value < rule.low_mark:

@@ -111,6 +111,8 @@ class SmokeReport:
     requests_sent: int = 0  # HTTP requests this run made, probes included
     health_after: int | None = None  # /health's status after the suite (200 beside a failure is the point)
     accept_rule: AcceptRule | None = None  # how the accept length was judged (speculative servers)
+    # the accept length against its configuration's baseline on the host (deploy/accept_baseline.py)
+    accept_baseline: dict[str, Any] | None = None
 
     @property
     def measured_accept_length(self) -> float | None:
@@ -150,6 +152,9 @@ class SmokeReport:
         measured = self.measured_accept_length
         if measured is not None:
             parts.append(f"accept_len={measured:.2f}")
+            base = (self.accept_baseline or {}).get("baseline")
+            if isinstance(base, (int, float)):
+                parts.append(f"(baseline {base:.2f})")
             low = [f for f in self.suite_findings if f.detector == "measured_accept_low"]
             if low and self.accept_rule is not None:
                 parts.append(f"(low: {self.accept_rule.expected_range()})")
@@ -200,6 +205,7 @@ class SmokeReport:
             "generation_seconds": round(self.generation_seconds, 3),
             "min_accept_length": self.min_accept_length,
             "accept_rule": self.accept_rule.to_json() if self.accept_rule else None,
+            "accept_baseline": self.accept_baseline,
             "warnings": [f.message for f in self.warnings],
             "suite_findings": [f.to_json() for f in self.suite_findings],
             "baseline": self.baseline.to_json() if self.baseline else None,

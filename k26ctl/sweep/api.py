@@ -156,10 +156,27 @@ def prepare(spec: SweepSpec) -> Prepared:
     controls = controls_for(base) if spec.controls else []
     for point in [start, *(c.assignment for c in controls)]:
         ensure_valid(with_assignment(base, point).profile)
+    _ensure_same_scheduling(base, start, params, controls)
     planner = SweepPlanner(params, start, controls, rounds=spec.rounds, breaks=break_points(base))
     prompts = [render(messages, spec.template) for messages in load_prompts()]
     load = LoadSpec(prompts, list(spec.concurrency), spec.requests_per_level, spec.max_new_tokens)
     return Prepared(base, planner, spec.objective_obj(), load)
+
+
+def _ensure_same_scheduling(
+    base: LoadedProfile, start: Assignment, params: Sequence[Param], controls: Sequence[Control]
+) -> None:
+    """Every arm the sweep may measure runs under the same scheduler, or the comparison is void."""
+    from k26ctl.validate.crossflag import mixed_scheduling
+
+    arms = [("default", with_assignment(base, start).profile)]
+    arms += [(c.label, with_assignment(base, c.assignment).profile) for c in controls]
+    for param in params:
+        for value in param.values:
+            arms.append((f"{param.key}={value}", with_assignment(base, {**start, param.key: value}).profile))
+    finding = mixed_scheduling(arms)
+    if finding is not None:
+        raise ConfigError(f"{finding.code}: {finding.message}", finding.hint)
 
 
 def _label(point: NextPoint, planner: SweepPlanner) -> str:

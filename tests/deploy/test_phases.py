@@ -214,3 +214,20 @@ def test_sglang_sigterm_line_before_systemds_stopping_line_starts_the_stop() -> 
     assert result.stop_seconds == pytest.approx((started - records[1].timestamp_us) / 1e6)
     assert result.phases[0].evidence[0].startswith("Stopping k26real-sglang.service")
     assert_tiles(result)
+
+
+def test_real_gpu_restart_skips_the_old_servers_last_requests_and_counts_its_stop() -> None:
+    """The journal cursor is taken before the restart, so the old server's last smoke requests come first:
+    they are no phase. The stop is systemd's Stopping -> Started (here 63.6 s: the scheduler process
+    outlived the final SIGKILL and systemd waited out TimeoutStopSec); a warm Triton cache makes the
+    target-verify graph capture take 1.2 s."""
+    records = text_log("restart-0.5.15-gpu.log")
+    assert "POST /v1/detokenize" in records[0].message  # the old server still serving
+    result = parse_phases(records)
+    assert result.ready and result.wording == "0.5.15"
+    assert [p.name for p in result.phases][:2] == ["stop", "imports"]
+    assert result.stop_seconds == pytest.approx(63.58, abs=0.01)
+    assert result.start_seconds == pytest.approx(42.82, abs=0.01)
+    assert result.seconds("graphs") == pytest.approx(1.18, abs=0.01)
+    assert all(p.duration >= 0 for p in result.phases)
+    assert_tiles(result)

@@ -50,6 +50,18 @@ pytestmark = [pytest.mark.realsglang, pytest.mark.labhost, pytest.mark.lab, pyte
 READY_LINE = "The server is fired up and ready to roll!"
 
 
+def _doctor_matches(host: Any, profile: str, version: str) -> None:
+    """`k26ctl doctor` on the real server: what k26ctl reads is there, as the inventory says."""
+    code, doc = k26_json("doctor", profile, *sets(host))
+    rows = {(r["area"], r["item"]): r for r in doc["rows"]}
+    assert code == 0, [r for r in doc["rows"] if r["status"] in ("unreadable", "error")]
+    assert rows[("sglang", "version")]["status"] == "match" and version in rows[("sglang", "version")]["seen"]
+    for key in (("journal", "ready"), ("journal", "load-progress"), ("journal", "load-weight-end"),
+                ("http", "/server_info"), ("http", "server_info keys"), ("http", "/v1/models"),
+                ("http", "/metrics")):  # fmt: skip
+        assert rows[key]["status"] == "match", rows[key]
+
+
 def _ensure_good(host: Any) -> None:
     code, doc = k26_json("deploy", GOOD, *sets(host), "--yes")
     assert code == 0, doc
@@ -127,6 +139,7 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     # 0.5.15's load endpoints (0.5.23 has /v1/loads instead: the last test)
     assert httpx.get(url(real_host, "/get_load"), timeout=30).status_code == 200
     assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
+    _doctor_matches(real_host, GOOD, "0.5.15")
 
 
 def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_then_healthy_again(
@@ -288,3 +301,4 @@ def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real
     while read_worker_load(url(real_host, "")) != 0:
         assert time.monotonic() < deadline, "0.5.23's /metrics never showed the server idle"
         time.sleep(0.5)
+    _doctor_matches(real_host, NEWER, "0.5.23")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -27,6 +28,7 @@ from typing import Any
 
 from k26ctl.errors import ConfigError, K26Error, PermissionDeniedError, UnreachableError
 from k26ctl.lab.host import netns
+from k26ctl.lab.host.gpu import GpuParts
 
 LAB_PREFIX = "/opt/k26lab"
 SSH_PORT = 22
@@ -77,6 +79,8 @@ class LabHostState:
     started_at: float = 0.0
     boot_seconds: float = 0.0
     real_sglang: list[str] = field(default_factory=list)  # releases bound under /opt/sglang (lab.real)
+    gpu: str = ""  # the GPU parts bound in (`lab host up --gpu`), described; empty on a CPU host
+    binds: list[str] = field(default_factory=list)  # SRC:DST folders bound read-write (`--bind`)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -422,19 +426,35 @@ raise SystemExit(main())
 """
 
 
-def _install_nvidia_smi(usr_upper: Path) -> None:
-    """Into the private writable layer over /usr, so the host has it at /usr/local/bin/nvidia-smi."""
-    _write(usr_upper / "local" / "bin" / "nvidia-smi", _NVIDIA_SMI, 0o755)
+def _install_nvidia_smi(usr_upper: Path, gpu: GpuParts | None = None) -> None:
+    """Into the private writable layer over /usr, so the host has it at /usr/local/bin/nvidia-smi: the
+    stand-in on a CPU host; on a GPU host the real one, with the driver's libraries on its path."""
+    if gpu is None:
+        _write(usr_upper / "local" / "bin" / "nvidia-smi", _NVIDIA_SMI, 0o755)
+        return
+    libs = (
+        f"LD_LIBRARY_PATH={shlex.quote(gpu.library_path)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} "
+        if (gpu.library_path)
+        else ""
+    )
+    wrapper = f'#!/bin/sh\n{libs}exec {shlex.quote(gpu.nvidia_smi)} "$@"\n'
+    if gpu.nvidia_smi != "/usr/local/bin/nvidia-smi":
+        _write(usr_upper / "local" / "bin" / "nvidia-smi", wrapper, 0o755)
 
 
 def _nspawn_argv(
-    sdir: Path, name: str, ns: str, read_only: list[tuple[Path, str]] | None = None
+    sdir: Path,
+    name: str,
+    ns: str,
+    read_only: list[tuple[Path, str]] | None = None,
+    gpu: GpuParts | None = None,
+    binds_rw: list[tuple[str, str]] | None = None,
 ) -> list[str]:
     from k26ctl.resources import project_root
 
     for d in OVERLAID:
         (sdir / "upper" / d.strip("/")).mkdir(parents=True, exist_ok=True)
-    _install_nvidia_smi(sdir / "upper" / "usr")
+    _install_nvidia_smi(sdir / "upper" / "usr", gpu)
     binds = [f"--bind-ro={p}:{p}" for p in _python_binds()]
     project = str(project_root())
     return [
@@ -456,6 +476,8 @@ def _nspawn_argv(
         f"--bind={sdir / 'unitdir'}:/etc/systemd/system",
         f"--bind={sdir / 'opt'}:/opt",
         *[f"--bind-ro={source}:{inside}" for source, inside in read_only or []],
+        *[f"--bind={source}:{inside}" for source, inside in binds_rw or []],
+        *(gpu.nspawn_arguments() if gpu is not None else []),
         f"--bind-ro={sdir / 'hostname'}:/etc/hostname",
         f"--bind-ro={sdir / 'bashrc'}:/root/.bashrc",
         f"--bind-ro={sdir / 'bootunits'}:/usr/local/lib/systemd/system",
@@ -496,10 +518,15 @@ def lab_status(name: str = "k26lab", *, probe: bool = True) -> LabStatus:
 
 
 def lab_up(
-    name: str = "k26lab", install_deps: bool = False, real_sglang: tuple[str, ...] = ()
+    name: str = "k26lab",
+    install_deps: bool = False,
+    real_sglang: tuple[str, ...] = (),
+    gpu: GpuParts | None = None,
+    binds: tuple[tuple[str, str], ...] = (),
 ) -> LabHostState:
     """Boot the lab host (or return it when it is already up and answering SSH). `real_sglang`: the
-    SGLang releases to serve next to the stand-in (installed into the machine's cache if missing)."""
+    SGLang releases to serve next to the stand-in (installed into the machine's cache if missing);
+    `gpu`: this machine's GPU parts to bind in (module gpu); `binds`: folders bound read-write."""
     check_name(name)
     ensure_prerequisites(install_deps)
     status = lab_status(name)
@@ -509,6 +536,11 @@ def lab_up(
             raise ConfigError(
                 f"lab host {name} is up without real SGLang {', '.join(missing)}",
                 f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real",
+            )
+        if gpu is not None and not status.host.gpu:
+            raise ConfigError(
+                f"lab host {name} is up without the GPU",
+                f"bring it down first (`k26ctl lab host down --name {name}`), then up with --gpu",
             )
         return status.host
     if status.state == "stale":
@@ -534,7 +566,7 @@ def lab_up(
             read_only = provision(sdir / "opt", real_sglang, _note)
         with (sdir / "nspawn.log").open("wb") as log:
             proc = subprocess.Popen(
-                _nspawn_argv(sdir, name, plan.netns, read_only),
+                _nspawn_argv(sdir, name, plan.netns, read_only, gpu, list(binds)),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -554,6 +586,8 @@ def lab_up(
             pid_start_ticks=_start_ticks(proc.pid) or 0,
             started_at=time.time(),
             real_sglang=list(real_sglang),
+            gpu=gpu.describe() if gpu is not None else "",
+            binds=[f"{source}:{inside}" for source, inside in binds],
         )
         _save_state(state)
         deadline = time.monotonic() + _BOOT_WAIT
