@@ -34,6 +34,7 @@ class StepOutcome:
     tries: list[Verdict] = field(default_factory=list)
     detail: str = ""
     load_seconds: float | None = None  # the restart's server load time, when the deploy read it
+    phases: dict[str, Any] | None = None  # the restart's phases (deploy.phases.RestartPhases JSON)
 
 
 class StepRunner(Protocol):
@@ -89,6 +90,7 @@ class SearchResult:
                 "seconds": round(step.seconds, 2),
                 "restarted": step.restarted,
                 **({"load_seconds": round(step.load_seconds, 2)} if step.load_seconds is not None else {}),
+                **({"phases": step.phases} if step.phases else {}),
                 **({"tries": step.tries} if len(step.tries) > 1 else {}),
                 **({"replayed": True} if step.replayed else {}),
             }
@@ -189,6 +191,7 @@ def run_search(
             tries=[v.value for v in outcome.tries],
             detail=outcome.detail,
             load_seconds=outcome.load_seconds,
+            phases=outcome.phases,
         )
         session.record_finish(record)
         steps.append(record)

@@ -70,6 +70,7 @@ class StepRecord:
     detail: str
     replayed: bool = False
     load_seconds: float | None = None  # the server's own start-to-ready time of a restart, from its journal
+    phases: dict[str, Any] | None = None  # where that restart's time went (deploy.phases JSON)
 
     def to_json(self) -> dict[str, Any]:
         fields = {**asdict(self), "verdict": self.verdict.value, "seconds": round(self.seconds, 3)}

@@ -153,16 +153,17 @@ class DeployingStepRunner:
         loaded = with_assignment(self.base, probe.assignment) if self.base is not None else None
         restarted = False
         load_seconds: float | None = None
+        phases: dict[str, Any] | None = None
         first: tuple[Verdict, str] | None = None
         if self.deployer is not None:
             assert loaded is not None
             deployed = self.deployer.deploy(loaded)
-            restarted, load_seconds = deployed.restarted, deployed.load_seconds
+            restarted, load_seconds, phases = deployed.restarted, deployed.load_seconds, deployed.phases
             if not deployed.up:
                 bad = self.load_failure_is_bad and not deployed.refused
                 verdict = Verdict.BAD if bad else Verdict.SKIP
                 why = deployed.detail if deployed.refused else f"did not come up: {deployed.detail}"
-                return StepOutcome(verdict, restarted, [verdict], why, load_seconds)
+                return StepOutcome(verdict, restarted, [verdict], why, load_seconds, phases)
             if self.judge is None and deployed.smoke_verdict is not None:
                 first = (deployed.smoke_verdict, deployed.detail)
 
@@ -179,7 +180,7 @@ class DeployingStepRunner:
             if self.tries > 1:
                 self.note(f"try {len(verdicts)}/{self.tries}: {verdict.value} ({detail})")
         detail = details[-1] if details else ""
-        return StepOutcome(combine_tries(verdicts), restarted, verdicts, detail, load_seconds)
+        return StepOutcome(combine_tries(verdicts), restarted, verdicts, detail, load_seconds, phases)
 
     def _judge_once(self, probe: Probe, step: int, loaded: LoadedProfile | None) -> tuple[Verdict, str]:
         if self.judge is None:

@@ -190,6 +190,9 @@ _TIMING = re.compile(r"([a-z_][a-z0-9_]*)=(?:\{([^}]*)\}|" + _NUM + ")")
 _STOPPING = re.compile(r"^Stopping \S")
 _STOPPED = re.compile(r"^(?:Stopped \S|\S+\.service: Deactivated successfully\.)")
 _STARTED = re.compile(r"^Started \S")
+# managers/tokenizer_manager.py (0.5.15:3123, 0.5.23:4068): `SIGTERM received. signum=... Draining ...`
+_SIGTERM = re.compile(r"\bSIGTERM received\b")
+SIGTERM_BEFORE_STOPPING_US = 2_000_000  # how far before `Stopping` SGLang's SIGTERM line still counts
 _UNIT_NOTE = re.compile(r"^\S+\.service: ")
 
 GIB = 1 << 30
@@ -266,63 +269,37 @@ def _float(pattern: re.Pattern[str], line: str) -> float | None:
     return float(m[1]) if m else None
 
 
-def _from_the_stop(records: Sequence[JournalRecord]) -> Sequence[JournalRecord]:
-    """The records from the old process's `Stopping` line (or, without one, the new process's `Started`
-    line) on; all of them when neither is there."""
-    started = next(
-        (i for i, r in enumerate(records) if _STARTED.match(_first_line(r.message or ""))), len(records)
-    )
-    stopping = [i for i, r in enumerate(records[:started]) if _STOPPING.match(_first_line(r.message or ""))]
-    if stopping:
-        return records[stopping[-1] :]
-    return records[started:] if started < len(records) else records
-
-
 def parse_phases(records: Iterable[JournalRecord]) -> RestartPhases:
     """The phases of one restart from its journal records, oldest first (see the module docstring).
     Records after the ready line are ignored; lines that mark nothing are ignored. The old server's own
-    lines before systemd's `Stopping` (the last requests it served after the journal cursor was taken)
-    belong to no phase: with a `Stopping` or `Started` line in the records, they are dropped."""
-    records = _from_the_stop(list(records))
-    builder = _Builder()
-    wording: str | None = None
-    first_us: int | None = None
-    last_us: int | None = None
-    start_us: int | None = None
-    stop_begin_us: int | None = None
-    stop_end_us: int | None = None
+    lines before its stop (the last requests it served after the journal cursor was taken) belong to
+    no phase."""
+    kept: list[tuple[int, str, str]] = []
     ready = False
-    shards: tuple[int, int] | None = None
-    reported: dict[str, float] = {}
     for record in records:
-        ts = int(record.timestamp_us)
         message = record.message or ""
-        line = _first_line(message)
-        first_us = ts if first_us is None else first_us
-        last_us = ts
+        kept.append((int(record.timestamp_us), _first_line(message), message))
         if READY_TEXT in message:
             ready = True
             break
-        if _STOPPING.match(line) and start_us is None:
-            if stop_begin_us is None:
-                stop_begin_us = ts
-                builder.open("stop", ts, line)
-            continue
-        if _STOPPED.match(line) and start_us is None:
-            stop_end_us = ts
-            continue
-        if _UNIT_NOTE.match(line) and start_us is None:
-            continue  # systemd's notes on the old process (`x.service: Consumed 1min CPU time.`)
-        if _STARTED.match(line):
-            # systemd starts the new main process: everything before was the old one's
-            start_us = ts
+    if not kept:
+        return RestartPhases((), False, None, None, 0.0)
+    split = _new_process_index(kept)
+    builder = _Builder()
+    stop_begin_us = _stop_begin(kept[:split])
+    if stop_begin_us is not None:
+        evidence = next((line for _, line, _ in kept[:split] if _STOPPING.match(line)), kept[0][1])
+        builder.open("stop", stop_begin_us, evidence)
+    start_us = kept[split][0] if split < len(kept) else kept[-1][0]
+    wording: str | None = None
+    shards: tuple[int, int] | None = None
+    reported: dict[str, float] = {}
+    for index, (ts, line, message) in enumerate(kept[split:]):
+        if index == 0:
             builder.open("imports", ts, line)
             continue
-        if start_us is None and (builder.current is None or builder.current.name == "stop"):
-            if stop_begin_us is not None and stop_end_us is None:
-                continue  # the old process's last words
-            start_us = ts  # no Started line in the records: the first line of the new process
-            builder.open("imports", ts, line)
+        if READY_TEXT in message:
+            break
         _mark(builder, ts, line, message)
         m = _DIST_BEGIN.search(line)
         if m:
@@ -333,25 +310,42 @@ def parse_phases(records: Iterable[JournalRecord]) -> RestartPhases:
         m = _SHARDS.search(message.rsplit("\r", 1)[-1])
         if m:
             shards = (int(m[1]), int(m[2]))
-    if first_us is None or last_us is None:
-        return RestartPhases((), False, None, None, 0.0)
-    start_us = start_us if start_us is not None else first_us
+    last_us = kept[-1][0]
     if shards is not None:
         for segment in builder.segments:
             if segment.name == "weights":
                 segment.detail.setdefault("shards", shards[1])
-    phases = _finish(builder.segments, start_us, last_us)
-    stop_seconds = None
-    if stop_begin_us is not None:
-        stop_seconds = max(0.0, (start_us - stop_begin_us) / 1e6)  # up to the new process: all of it down
+    stop_seconds = None if stop_begin_us is None else max(0.0, (start_us - stop_begin_us) / 1e6)
     return RestartPhases(
-        phases=phases,
+        phases=_finish(builder.segments, start_us, last_us),
         ready=ready,
         wording=wording,
-        stop_seconds=stop_seconds,
+        stop_seconds=stop_seconds,  # up to the new process's start: all of it was down
         start_seconds=max(0.0, (last_us - start_us) / 1e6),
         reported=reported,
     )
+
+
+def _new_process_index(kept: Sequence[tuple[int, str, str]]) -> int:
+    """Where the new process's records begin: systemd's last `Started` line (a crash loop has several),
+    else just after the old process's `Stopped` line, else the first record."""
+    started = [i for i, (_, line, _) in enumerate(kept) if _STARTED.match(line)]
+    if started:
+        return started[-1]
+    stopped = [i for i, (_, line, _) in enumerate(kept) if _STOPPED.match(line) or _UNIT_NOTE.match(line)]
+    return stopped[-1] + 1 if stopped else 0
+
+
+def _stop_begin(old: Sequence[tuple[int, str, str]]) -> int | None:
+    """When stopping the old process began: systemd's last `Stopping` line, or SGLang's own `SIGTERM
+    received` just before it when journald happened to write that first (both come from the same
+    moment); without a `Stopping` line, the last SIGTERM line."""
+    stopping = [ts for ts, line, _ in old if _STOPPING.match(line)]
+    sigterm = [ts for ts, line, _ in old if _SIGTERM.search(line)]
+    if stopping:
+        near = [ts for ts in sigterm if stopping[-1] - SIGTERM_BEFORE_STOPPING_US <= ts <= stopping[-1]]
+        return min([stopping[-1], *near])
+    return sigterm[-1] if sigterm else None
 
 
 def _timings(text: str) -> dict[str, float]:
@@ -445,8 +439,8 @@ def _weight_detail(detail: dict[str, Any], line: str, m: re.Match[str]) -> None:
         detail["type"] = model_type[1]
     usage = _float(_MEM_USAGE, line)
     if usage is not None and usage > 0:
-        # SGLang logs the device memory the weights took (each rank its shard), not bytes read from
-        # disk; on a CPU there is no device memory to measure and it logs 0: no size, no rate
+        # SGLang logs the memory the weights took (each rank its shard; on a CPU the drop in the host's
+        # available memory, so other processes blur it), not bytes read from disk; 0 logs no size
         detail["bytes"] = detail.get("bytes", 0) + int(usage * GIB)
 
 

@@ -248,10 +248,10 @@ def metric_names(text: str) -> list[str]:
 
 
 def _auth(profile: Profile) -> dict[str, str]:
-    from k26ctl.deploy.wait import api_key
+    from k26ctl.inputs import api_key
 
     try:
-        key = api_key(profile)
+        key = api_key(profile.sglang.api_key_env)
     except K26Error:
         return {}
     return {"Authorization": f"Bearer {key}"} if key else {}

@@ -32,6 +32,7 @@ class Deployed:
     refused: bool = False  # not deployed at all (the profile with this value is invalid)
     loaded: LoadedProfile | None = None
     load_seconds: float | None = None  # the server's own start-to-ready time, from its journal
+    phases: dict[str, Any] | None = None  # where the restart's time went (deploy.phases, as JSON)
 
 
 def deployed_from_result(result: DeployResult, loaded: LoadedProfile | None = None) -> Deployed:
@@ -44,7 +45,10 @@ def deployed_from_result(result: DeployResult, loaded: LoadedProfile | None = No
     if not up and result.journal_lines:
         detail += " | " + result.journal_lines[-1]
     load = result.load_seconds
-    return Deployed(up, result.restarted, detail, smoke_verdict, loaded=loaded, load_seconds=load)
+    phases = result.phases.to_json() if result.phases is not None else None
+    return Deployed(
+        up, result.restarted, detail, smoke_verdict, loaded=loaded, load_seconds=load, phases=phases
+    )
 
 
 class Deployer(Protocol):

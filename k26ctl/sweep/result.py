@@ -77,6 +77,7 @@ class SweepResult:
             "accept_length": target.accept_length if target else None,
             "levels": [lv.to_json() for lv in point.levels],
             "detail": point.detail,
+            "phases": point.phases,
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -43,11 +43,12 @@ class PointRunner:
         ) -> PointRecord:
             seconds = time.monotonic() - began
             return PointRecord(
-                number, dict(assignment), role, label, up, coherent, restarted, seconds, detail, levels
-            )
+                number, dict(assignment), role, label, up, coherent, restarted, seconds, detail, levels,
+                phases=deployed.phases,
+            )  # fmt: skip
 
         loaded = with_assignment(self.base, assignment)
-        deployed = self.deployer.deploy(loaded)
+        deployed = self.deployer.deploy(loaded)  # record() below reads its restart phases
         if not deployed.up:
             why = deployed.detail if deployed.refused else f"did not come up: {deployed.detail}"
             return record(False, False, deployed.restarted, why, [])

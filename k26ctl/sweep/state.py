@@ -86,6 +86,7 @@ class PointRecord:
     seconds: float
     detail: str
     levels: list[LevelResult] = field(default_factory=list)
+    phases: dict[str, Any] | None = None  # the deploy's restart phases (deploy.phases JSON)
 
     def level(self, concurrency: int) -> LevelResult | None:
         return next((lv for lv in self.levels if lv.concurrency == concurrency), None)

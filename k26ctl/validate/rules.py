@@ -584,3 +584,6 @@ def known_patch_names() -> set[str] | None:
 from k26ctl.validate.crossflag import cross_flag_findings  # noqa: E402
 
 RULES.append(cross_flag_findings)
+
+# Rules kept in their own modules register themselves on import (they import `rule` from here).
+from k26ctl.validate import warm_caches as _warm_caches  # noqa: E402, F401

@@ -36,7 +36,8 @@ def test_the_loop_on_the_stand_in(lab_host: Any) -> None:
     assert 0 < bisect["restarts"] <= 6
     fixed = by_name["fixed deploy"].result
     assert fixed is not None and fixed.exit_code == 0
-    assert fixed.smoke is not None and fixed.smoke.probes.checked > 0 and not fixed.smoke.probes.mismatches
+    assert fixed.smoke is not None and fixed.smoke.probes is not None
+    assert fixed.smoke.probes.checked > 0 and not fixed.smoke.probes.mismatches
     sweep = by_name["sweep"].document
     assert sweep is not None and sweep["best"]["coherent"] is True
     assert sweep["best"]["assignment"][STAND_IN_LOOP.key] in STAND_IN_LOOP.sweep_values

@@ -59,7 +59,7 @@ def test_real_0_5_15_restart_under_systemd() -> None:
     weights = result.find("weights")
     assert weights is not None
     assert weights.detail["type"] == "LlamaForCausalLM" and weights.detail["shards"] == 1
-    assert "bytes" not in weights.detail  # a CPU logs `mem usage=0.00 GB`: no size, no rate claimed
+    assert "bytes" not in weights.detail  # the tiny model: `mem usage=0.00 GB`, no size, no rate claimed
     assert weights.evidence[0].endswith("Load weight begin. avail mem=20.45 GB")
     kv = result.find("kv-cache")
     assert kv is not None and kv.detail["tokens"] == 16384 and kv.detail["dtype"] == "torch.float16"
@@ -201,6 +201,19 @@ def test_json_round_trip_keeps_everything() -> None:
     again = RestartPhases.from_json(result.to_json())
     assert again == result
     assert "old server stopping" in result.summary() and "weight loading" in result.summary()
+
+
+def test_sglang_sigterm_line_before_systemds_stopping_line_starts_the_stop() -> None:
+    """Real: journald wrote SGLang's `SIGTERM received` 0.5 ms before systemd's `Stopping` line (a
+    0.5.23 server replaced by 0.5.15 under k26ctl deploy); the record before it is the old server's."""
+    records = journal("sigterm-first-0.5.15-cpu.jsonl")
+    assert "SIGTERM received" in records[1].message and records[2].message.startswith("Stopping")
+    result = parse_phases(records)
+    assert [p.name for p in result.phases][:3] == ["stop", "imports", "launch"]
+    started = at(records, "Started k26real-sglang")
+    assert result.stop_seconds == pytest.approx((started - records[1].timestamp_us) / 1e6)
+    assert result.phases[0].evidence[0].startswith("Stopping k26real-sglang.service")
+    assert_tiles(result)
 
 
 def test_real_gpu_restart_skips_the_old_servers_last_requests_and_counts_its_stop() -> None:
