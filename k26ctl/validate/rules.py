@@ -8,7 +8,7 @@ Rules read the parsed argv rather than profile fields where SGLang would, so a f
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from k26ctl.algorithms import ALGORITHMS, DDTREE_BUDGET, DFLASH_BLOCK
 from k26ctl.algorithms import algorithm as catalogued
@@ -16,6 +16,7 @@ from k26ctl.render import SECRET_FLAGS, is_secret_env_name
 from k26ctl.validate.context import Context
 from k26ctl.validate.findings import Finding
 from k26ctl.validate.options import SGLANG_ENTRYPOINTS
+from k26ctl.validate.registry import RULES, rule
 
 FIX_PATCH = "triton-ddtree-verify-width"
 # Releases whose Triton backend sizes the target-verify mask from the block size (the bug); from
@@ -25,15 +26,6 @@ KNOWN_SM120_BAD_BACKENDS = {
     "fa3": "FA3 kernels support SM80-SM90 only",
     "trtllm_mla": "trtllm_mla prefill fails on SM120 (SGLang issue #24633)",
 }
-
-
-Rule = Callable[[Context], Iterator[Finding]]
-RULES: list[Rule] = []
-
-
-def rule(fn: Rule) -> Rule:
-    RULES.append(fn)
-    return fn
 
 
 @rule
@@ -585,5 +577,5 @@ from k26ctl.validate.crossflag import cross_flag_findings  # noqa: E402
 
 RULES.append(cross_flag_findings)
 
-# Rules kept in their own modules register themselves on import (they import `rule` from here).
+# Rules kept in their own modules register themselves on import (they import `rule` from registry.py).
 from k26ctl.validate import warm_caches as _warm_caches  # noqa: E402, F401

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from k26ctl.render import JIT_CACHE_VARS, jit_cache_root
+from k26ctl.validate.context import Context
 from k26ctl.validate.findings import Finding
-from k26ctl.validate.rules import Context, rule
+from k26ctl.validate.registry import rule
 
 VOLATILE_PREFIXES = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 # The release's loading flags k26ctl renders from `restart.*`, checked against the release's table.

@@ -22,9 +22,10 @@ def test_list_shows_the_shipped_set() -> None:
     assert plain.returncode == 0 and PATCH in plain.stdout and TARGET in plain.stdout
     document = json.loads(run_here("patch", "list", "--json").stdout)
     assert (document["kind"], document["schema_version"]) == ("patch-list", 1)
-    listed = document["patches"]
-    assert [p["name"] for p in listed] == [PATCH]
-    assert listed[0]["versions"] == ["0.5.14", "0.5.15", "0.5.16"] and listed[0]["not_needed"]
+    listed = {p["name"]: p for p in document["patches"]}
+    assert sorted(listed) == ["lab-verify-width-cap", PATCH]  # the lab's patch says LAB ONLY in its summary
+    assert listed[PATCH]["versions"] == ["0.5.14", "0.5.15", "0.5.16"] and listed[PATCH]["not_needed"]
+    assert listed["lab-verify-width-cap"]["summary"].startswith("LAB ONLY")
 
 
 def test_check_needs_exactly_one_source(tmp_path: Path) -> None:
