@@ -11,7 +11,7 @@ import typer
 from k26ctl.cli.common import verbose_option
 
 if TYPE_CHECKING:
-    from k26ctl.lab.demo import DemoOutcome
+    from k26ctl.lab.demo import DemoContext, DemoOutcome
 
 
 def demo_command(
@@ -67,19 +67,9 @@ def demo_command(
         from k26ctl.errors import UsageError
 
         raise UsageError("--steps goes with --gpu", "e.g. k26ctl lab demo --gpu --steps broken,bisect")
-    from k26ctl.cli.present.bisect import ProgressPrinter
-    from k26ctl.cli.present.deploy import PlainPresenter
-    from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
+    from k26ctl.lab.demo import DEFAULT_STEPS, run_demo, step_bisect, summary_lines
 
-    presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
-    printer = ProgressPrinter()
-    ctx = DemoContext(
-        lab=name,
-        on_event=presenter,
-        say=lambda text: print(text, flush=True),
-        bisect_reporter=printer,
-        note=printer.note,
-    )
+    ctx = _demo_context(name, verbose)
     steps = list(DEFAULT_STEPS)
     if bisect:
         steps.append(step_bisect)
@@ -96,6 +86,24 @@ def demo_command(
     if html is not None:
         _write_pages(outcomes, html)
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
+
+
+def _demo_context(name: str, verbose: bool) -> DemoContext:
+    """How a demo talks: its steps to stdout, each deploy's steps to stderr with --verbose, bisect's
+    progress through the bisect presenter."""
+    from k26ctl.cli.present.bisect import ProgressPrinter
+    from k26ctl.cli.present.deploy import PlainPresenter
+    from k26ctl.lab.demo import DemoContext
+
+    presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
+    printer = ProgressPrinter()
+    return DemoContext(
+        lab=name,
+        on_event=presenter,
+        say=lambda text: print(text, flush=True),
+        bisect_reporter=printer,
+        note=printer.note,
+    )
 
 
 def _check_html_dir(directory: Path) -> None:
@@ -155,22 +163,12 @@ def register(lab_app: typer.Typer) -> None:
 
 
 def _gpu_demo(name: str, verbose: bool, html: Path | None, steps: str, record: Path | None) -> None:
-    from k26ctl.cli.present.bisect import ProgressPrinter
-    from k26ctl.cli.present.deploy import PlainPresenter
-    from k26ctl.lab.demo import DemoContext, run_demo, summary_lines
+    from k26ctl.lab.demo import run_demo, summary_lines
     from k26ctl.lab.gpu_demo import gpu_loop_steps, gpu_summary_tail, parse_steps
 
     chosen = parse_steps(steps)
     up, loop = gpu_loop_steps()  # refuses here, before anything is made, on a machine without a GPU
-    presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
-    printer = ProgressPrinter()
-    ctx = DemoContext(
-        lab=name,
-        on_event=presenter,
-        say=lambda text: print(text, flush=True),
-        bisect_reporter=printer,
-        note=printer.note,
-    )
+    ctx = _demo_context(name, verbose)
     from k26ctl.lab.loop_demo import loop_steps
 
     outcomes = run_demo(ctx, loop_steps(loop, up, chosen))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from k26ctl.bisect import api
-from k26ctl.bisect.engine import Reporter
+from k26ctl.bisect.engine import Reporter, SearchResult
 from k26ctl.deploy import deploy
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
 from k26ctl.lab.host import LabHostState, lab_up
@@ -61,12 +61,13 @@ def _deploy(ctx: DemoContext, profile: str) -> DeployResult:
     return deploy(loaded, DeployOptions(yes=True, smoke=True), on_event=ctx.on_event)
 
 
-def _findings(result: DeployResult) -> list[str]:
+def failing_lines(result: DeployResult, limit: int = 4) -> list[str]:
+    """The first failed requests of a deploy's smoke: their findings and the start of their text."""
     report = result.smoke
     if report is None:
         return [result.message] if result.message else []
     lines = []
-    for request in report.failed_results[:4]:
+    for request in report.failed_results[:limit]:
         text = (request.text or "").replace("\n", " ")
         lines.append(f"{request.name}: {'; '.join(f.reason() for f in request.failures)} -> {text[:60]!r}")
     return lines
@@ -101,7 +102,7 @@ def step_unpatched(ctx: DemoContext) -> DemoOutcome:
         degenerate,
         result.wall_seconds,
         result,
-        _findings(result),
+        failing_lines(result),
     )
 
 
@@ -120,13 +121,16 @@ def step_patched(ctx: DemoContext) -> DemoOutcome:
 BISECT_KEY = "spec.ddtree.budget"
 
 
-def step_bisect(ctx: DemoContext) -> DemoOutcome:
-    """Bisect the first bad DDTree budget on the lab host, then reset."""
-    ctx.say(
-        "== bisect-config on the unpatched budget-16 profile: which budget breaks first? "
-        "(7 claimed good, 16 claimed bad; ends verified, then binary search)"
-    )
-    started = time.monotonic()
+def bisect_lab_profile(
+    ctx: DemoContext,
+    profile: str,
+    key: str,
+    good: int,
+    bad: int,
+    then: Callable[[api.Context], str] | None = None,
+) -> tuple[SearchResult, str]:
+    """bisect-config of `key` on a lab profile between `good` and `bad`, in a throwaway session on the
+    demo's host (ends verified, then binary search); `then` runs in that session afterwards (a reset)."""
     with tempfile.TemporaryDirectory(prefix="k26-demo-bisect-") as state:
         bisect_ctx = api.Context(
             session="lab-demo",
@@ -136,17 +140,31 @@ def step_bisect(ctx: DemoContext) -> DemoOutcome:
             state_directory=Path(state),
         )
         spec = api.numeric_spec(
-            str(lab_profile_path("ddtree-b16")),
-            BISECT_KEY,
-            "7",
-            "16",
+            str(lab_profile_path(profile)),
+            key,
+            str(good),
+            str(bad),
             None,
             [f"host.lab={ctx.lab}"],
             api.SearchOptions(),
         )
         result = api.start(spec, bisect_ctx)
+        return result, then(bisect_ctx) if then is not None else ""
+
+
+def step_bisect(ctx: DemoContext) -> DemoOutcome:
+    """Bisect the first bad DDTree budget on the lab host, then reset."""
+    ctx.say(
+        "== bisect-config on the unpatched budget-16 profile: which budget breaks first? "
+        "(7 claimed good, 16 claimed bad; ends verified, then binary search)"
+    )
+    started = time.monotonic()
+
+    def reset_after(bisect_ctx: api.Context) -> str:
         ctx.say("== bisect-config reset: putting back the deployment from before the search")
-        reset = api.reset(bisect_ctx)
+        return api.reset(bisect_ctx).message
+
+    result, reset_message = bisect_lab_profile(ctx, "ddtree-b16", BISECT_KEY, 7, 16, then=reset_after)
     doc = result.to_json()
     ok = (
         result.found
@@ -157,7 +175,7 @@ def step_bisect(ctx: DemoContext) -> DemoOutcome:
         f"first bad budget {doc.get('first_bad')}, last good {doc.get('last_good')}: "
         f"{result.restarts} restarts (bound {doc.get('max_restarts')}, a sweep needs {doc.get('candidates')})"
     )
-    detail = [f"{s['value']}: {s['verdict']} ({s['seconds']:.1f} s)" for s in doc["steps"]] + [reset.message]
+    detail = [f"{s['value']}: {s['verdict']} ({s['seconds']:.1f} s)" for s in doc["steps"]] + [reset_message]
     return DemoOutcome(
         "bisect budget",
         "first bad 8, last good 7, within ends + ceil(log2 n)",

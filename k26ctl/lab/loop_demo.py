@@ -17,11 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from k26ctl.bisect import api as bisect_api
 from k26ctl.deploy import deploy
 from k26ctl.deploy.model import DeployOptions, DeployResult
 from k26ctl.errors import K26Error
-from k26ctl.lab.demo import DemoContext, DemoOutcome, DemoStep, lab_profile_path
+from k26ctl.lab.demo import (
+    DemoContext,
+    DemoOutcome,
+    DemoStep,
+    bisect_lab_profile,
+    failing_lines,
+    lab_profile_path,
+)
 from k26ctl.profile import load_profile
 
 
@@ -99,19 +105,6 @@ def _health(result: DeployResult) -> Any:
     return getattr(result.smoke, "health_after", None)
 
 
-def _failing_lines(result: DeployResult) -> list[str]:
-    report = result.smoke
-    if report is None:
-        return [result.message] if result.message else []
-    lines = []
-    for request in report.failed_results[:3]:
-        text = (request.text or "").replace("\n", " ")
-        lines.append(
-            f"{request.name}: {'; '.join(f.reason() for f in request.failures)[:160]} -> {text[:60]!r}"
-        )
-    return lines
-
-
 def step_broken(loop: LoopContext) -> DemoStep:
     def step(ctx: DemoContext) -> DemoOutcome:
         plan = loop.plan
@@ -133,7 +126,7 @@ def step_broken(loop: LoopContext) -> DemoStep:
             ok,
             result.wall_seconds,
             result,
-            _failing_lines(result),
+            failing_lines(result, limit=3),
         )
 
     return step
@@ -147,28 +140,11 @@ def step_bisect(loop: LoopContext) -> DemoStep:
             f"{plan.bad} (claimed bad): each step a real restart, judged by smoke"
         )
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="k26-loop-bisect-") as state:
-            bisect_ctx = bisect_api.Context(
-                session="lab-loop",
-                yes=True,
-                reporter=ctx.bisect_reporter,
-                note=ctx.note,
-                state_directory=Path(state),
-            )
-            spec = bisect_api.numeric_spec(
-                str(lab_profile_path(plan.broken)),
-                plan.key,
-                str(plan.good),
-                str(plan.bad),
-                None,
-                [f"host.lab={ctx.lab}"],
-                bisect_api.SearchOptions(),
-            )
-            try:
-                result = bisect_api.start(spec, bisect_ctx)
-            except K26Error as exc:  # an end judged against its claim: the search stops, the story goes on
-                took = time.monotonic() - started
-                return DemoOutcome("bisect", "first bad = cap + 1", f"stopped: {exc.message}", False, took)
+        try:
+            result, _ = bisect_lab_profile(ctx, plan.broken, plan.key, plan.good, plan.bad)
+        except K26Error as exc:  # an end judged against its claim: the search stops, the story goes on
+            took = time.monotonic() - started
+            return DemoOutcome("bisect", "first bad = cap + 1", f"stopped: {exc.message}", False, took)
         doc = result.to_json()
         found = (doc.get("first_bad"), doc.get("last_good"))
         ok = result.found and found == (plan.first_bad, plan.last_good) and result.restarts <= 6
