@@ -29,34 +29,28 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import itertools
 import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from detectors import Score  # benchmarks/, this script's own folder
+from labelled import Score  # benchmarks/, this script's own folder
 
-from k26ctl.smoke.detectors import MAX_ANALYSED_CHARS, score_text
-from k26ctl.smoke.kinds import profile_for
+from k26ctl.smoke.detectors import run_detector, score_text
+from k26ctl.smoke.detectors.registry import DETECTORS, Detector
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_FILES = ("dev.jsonl", "dev2.jsonl", "dev3.jsonl", "dev4.jsonl")  # all four
 FIT_FPR = 0.02  # the false-positive rate allowed on the fit folds (the aim on held folds is 0.03)
 
-# (module, attribute, detector name, candidate values from strictest to loosest)
-TUNABLE: tuple[tuple[str, str, str, tuple[float, ...]], ...] = (
-    ("k26ctl.smoke.shortloops", "LINE_COPIES", "line_loop", (4, 3, 2)),
-    ("k26ctl.smoke.shortloops", "SHORT_LOOP_SHARE", "short_loop", (0.7, 0.6, 0.5, 0.4)),
-    ("k26ctl.smoke.tokensoup", "GLUED_TOKENS", "glued_tokens", (3, 2, 1)),
-    ("k26ctl.smoke.tokensoup", "SHORT_MAX_WORDS", "short_gibberish", (2, 4, 6, 10)),
-    ("k26ctl.smoke.templatemarks", "PARTIAL_TOKENS", "partial_special_token", (3, 2, 1)),
-    ("k26ctl.smoke.templatemarks", "END_MARKERS", "end_marker_loop", (4, 3, 2)),
+# (detector, threshold, candidate values from strictest to loosest): every threshold of the registry
+# that names candidates
+TUNABLE: tuple[tuple[Detector, str, tuple[float, ...]], ...] = tuple(
+    (row, key, values) for row in DETECTORS for key, values in row.candidates.items()
 )
 
 
@@ -82,17 +76,6 @@ def fold_of(source: str, k: int) -> int:
     return int(hashlib.sha256(source.encode()).hexdigest(), 16) % k
 
 
-@contextmanager
-def setting(module: str, attribute: str, value: float) -> Iterator[None]:
-    mod = importlib.import_module(module)
-    old = getattr(mod, attribute)
-    setattr(mod, attribute, type(old)(value))
-    try:
-        yield
-    finally:
-        setattr(mod, attribute, old)
-
-
 @dataclass
 class Table:
     """Per text: the verdict of the detectors that are not tuned, and per tuned detector and value
@@ -105,8 +88,8 @@ class Table:
 
 
 def build_table(rows: list[dict[str, str]]) -> Table:
-    tuned_names = {t[2] for t in TUNABLE}
-    available = [i for i, t in enumerate(TUNABLE) if _has(t[0], t[1])]
+    tuned_names = {name for row, _key, _values in TUNABLE for name in row.findings}
+    available = list(range(len(TUNABLE)))
     base: list[bool] = []
     base_names: list[list[str]] = []
     for r in rows:
@@ -116,44 +99,21 @@ def build_table(rows: list[dict[str, str]]) -> Table:
         base.append(any(n not in tuned_names for n in names))
     fires: dict[int, list[list[bool]]] = {}
     for i in available:
-        module, attribute, name, values = TUNABLE[i]
+        row, key, values = TUNABLE[i]
         fires[i] = []
         for value in values:
-            with setting(module, attribute, value):
-                fires[i].append([_fired(r, name) for r in rows])
+            thresholds = {**row.thresholds, key: type(row.thresholds[key])(value)}
+            fires[i].append([_fired(r, row, thresholds) for r in rows])
     return Table(base, base_names, fires, available)
 
 
-def _has(module: str, attribute: str) -> bool:
-    try:
-        return hasattr(importlib.import_module(module), attribute)
-    except ImportError:
-        return False
-
-
-def _fired(record: dict[str, str], name: str) -> bool:
-    """Whether the detector `name` fails the text: that detector alone, on what score_text gives it."""
+def _fired(record: dict[str, str], row: Detector, thresholds: dict[str, float]) -> bool:
+    """Whether the detector fails the text: that detector alone, on what score_text gives it."""
     text = record["text"]
-    prompt = record.get("prompt") or None
-    view = text[-MAX_ANALYSED_CHARS:]
-    profile = profile_for(view, None)
-    module = importlib.import_module(_DETECTOR_OF[name][0])
-    detect = getattr(module, _DETECTOR_OF[name][1])
-    args = {"view": (view, profile), "text": (text,), "prompt": (text, prompt)}[_DETECTOR_OF[name][2]]
     if not text.strip():
         return False
-    return any(f.detector == name and f.severity == "fail" for f in detect(*args))
-
-
-# detector name -> (module, function, what it is given, as in score_text)
-_DETECTOR_OF = {
-    "line_loop": ("k26ctl.smoke.shortloops", "detect_line_loop", "view"),
-    "short_loop": ("k26ctl.smoke.shortloops", "detect_short_loop", "view"),
-    "glued_tokens": ("k26ctl.smoke.tokensoup", "detect_glued_tokens", "view"),
-    "short_gibberish": ("k26ctl.smoke.tokensoup", "detect_short_gibberish", "view"),
-    "partial_special_token": ("k26ctl.smoke.templatemarks", "detect_partial_tokens", "prompt"),
-    "end_marker_loop": ("k26ctl.smoke.templatemarks", "detect_end_markers", "text"),
-}
+    found = run_detector(row.name, text, prompt=record.get("prompt") or None, thresholds=thresholds)
+    return any(f.detector in row.findings and f.severity == "fail" for f in found)
 
 
 Combination = tuple[int, ...]  # value index per available tunable
@@ -185,8 +145,8 @@ def shipped(table: Table) -> Combination:
     """The value index of each tunable as the package ships it."""
     out = []
     for i in table.available:
-        module, attribute, _name, values = TUNABLE[i]
-        current = getattr(importlib.import_module(module), attribute)
+        row, key, values = TUNABLE[i]
+        current = row.thresholds[key]
         out.append(values.index(current) if current in values else 0)
     return tuple(out)
 
@@ -225,7 +185,7 @@ def cross_validate(
     title: str,
     prior: Combination | None,
 ) -> dict[str, float]:
-    combos = list(itertools.product(*(range(len(TUNABLE[i][3])) for i in table.available)))
+    combos = list(itertools.product(*(range(len(TUNABLE[i][2])) for i in table.available)))
     held_flags: list[bool] = [False] * len(rows)
     fit_recalls: list[float] = []
     per_fold: list[tuple[int, Counts, Counts, Combination]] = []
@@ -246,7 +206,8 @@ def cross_validate(
     if len(per_fold) <= 10:
         for fold, fit_c, held_c, combo in per_fold:
             values = ", ".join(
-                f"{TUNABLE[i][1]}={TUNABLE[i][3][v]}" for i, v in zip(table.available, combo, strict=True)
+                f"{TUNABLE[i][0].name}.{TUNABLE[i][1]}={TUNABLE[i][2][v]}"
+                for i, v in zip(table.available, combo, strict=True)
             )
             print(f"  fold {fold}: held {held_c.show()} | fit {fit_c.show()}")
             print(f"          chosen on the fit folds: {values or '(nothing to tune)'}")

@@ -11,16 +11,14 @@ import pytest
 
 from k26ctl.smoke import wordlists
 from k26ctl.smoke.batch import Request, score_many
-from k26ctl.smoke.detectors import detect_broken_json, detect_special_tokens, preload, score_text
+from k26ctl.smoke.detectors import preload, score_text
+from k26ctl.smoke.detectors.scripts import detect_script_mix
+from k26ctl.smoke.detectors.structure import detect_broken_json
+from k26ctl.smoke.detectors.template import detect_special_tokens, detect_tokenizer_leak
+from k26ctl.smoke.detectors.words import detect_non_words, detect_stutter
 from k26ctl.smoke.finding import Finding
 from k26ctl.smoke.kinds import PROFILES
 from k26ctl.smoke.lexicon import guess_language, is_word
-from k26ctl.smoke.wordsignals import (
-    detect_non_words,
-    detect_script_mix,
-    detect_stutter,
-    detect_tokenizer_leak,
-)
 from k26ctl.smoke.wordstats import words_of
 
 PROSE = PROFILES["prose"]
