@@ -216,6 +216,15 @@ DETECTORS: tuple[Detector, ...] = (
         candidates={"min_markers": (4, 3, 2)},
     ),
     Detector(
+        "template_turns",
+        "template",
+        template.detect_template_turns,
+        "scanned",
+        ("prompt",),
+        thresholds={"min_headers": 2},  # turn headers of both sides: one asking, one answering
+        candidates={"min_headers": (4, 3, 2)},
+    ),
+    Detector(
         "invented_turn",
         "template",
         template.detect_invented_turn,

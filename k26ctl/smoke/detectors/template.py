@@ -343,3 +343,41 @@ def detect_invented_turn(text: str, prompt: str | None) -> list[Finding]:
             "honoured)",
         )
     ]
+
+
+# An instruction template's turn header on a line of its own ("### Instruction:", "### Response:",
+# "### Human:"): the markup of a prompt format, which a chat answer never writes to its reader.
+_TEMPLATE_HEADER = re.compile(
+    r"(?im)^[ \t]*#{2,4}[ \t]*(instruction|question|input|human|user|prompt|response|answer|assistant|output)"
+    r"[ \t]*:[ \t]*$"
+)
+_ASKING = frozenset(("instruction", "question", "input", "human", "user", "prompt"))
+
+
+def detect_template_turns(text: str, prompt: str | None = None, *, min_headers: int) -> list[Finding]:
+    """After some answer, the text writes instruction-template turn headers of both sides ("###
+    Question:" then "### Response:"): it runs on past the end of its turn into invented turns. Headers
+    the prompt itself uses, or ones inside a code block, are the user's format, not a run-on."""
+    if "#" not in text:
+        return []
+    shown = _FENCE.sub(lambda m: " " * len(m.group()), text) if "`" in text else text
+    headers = list(_TEMPLATE_HEADER.finditer(shown))
+    if len(headers) < min_headers or not shown[: headers[0].start()].strip():
+        return []
+    labels = [m.group(1).lower() for m in headers]
+    if not any(label in _ASKING for label in labels) or all(label in _ASKING for label in labels):
+        return []  # both sides of a turn: one asking, one answering
+    if prompt and _TEMPLATE_HEADER.search(prompt):
+        return []
+    start = headers[0].start()
+    return [
+        Finding(
+            "template_turns",
+            float(len(headers)),
+            float(min_headers),
+            (start, len(text)),
+            excerpt(text, start, len(text)),
+            f"{len(headers)} instruction-template turn headers after the answer "
+            f"({', '.join(dict.fromkeys(m.group().strip() for m in headers[:4]))}): it runs on past its turn",
+        )
+    ]
