@@ -233,3 +233,64 @@ def detect_replacement_char(text: str) -> list[Finding]:
             f"{count} U+FFFD replacement character(s)",
         )
     ]
+
+
+_PUNCTUATION_ONLY = re.compile(r"[!-/:-@\[-`{-~…\s]+")
+
+
+def detect_symbol_lines(text: str, profile: KindProfile, *, min_lines: int) -> list[Finding]:
+    """Line after line of stray punctuation ("*", "-**", ",", "<?", "+ '") in prose: fragments of
+    markup and numbers scattered one per line. Rules and separators (one character repeated, "---",
+    "* * *") and code fences are layout, and code, tables and art are not judged."""
+    if not profile.check_content or "\n" not in text:
+        return []
+    lines = [line.strip() for line in text.split("\n")]
+    symbols = [n for n, line in enumerate(lines) if _is_shard(line)]
+    if len(symbols) < min_lines or len(symbols) < 0.15 * sum(1 for line in lines if line):
+        return []
+    start = sum(len(line) + 1 for line in text.split("\n")[: symbols[0]])
+    return [
+        Finding(
+            "symbol_lines",
+            float(len(symbols)),
+            float(min_lines),
+            (start, len(text)),
+            excerpt(text, start, len(text)),
+            f"{len(symbols)} lines of nothing but stray punctuation",
+        )
+    ]
+
+
+def _is_shard(line: str) -> bool:
+    """Punctuation alone on its line that is no rule: one or two characters ("*", ",", "**"), or
+    several different ones ("-**", "<?"); "---", "* * *" and code fences are layout."""
+    if not line or not _PUNCTUATION_ONLY.fullmatch(line) or line.startswith("```"):
+        return False
+    return len(line) <= 2 or len(set(line.replace(" ", ""))) > 1
+
+
+# "!" or "?" glued to a word and followed by a word in lower case: the sentence did not end there.
+_MARK_INSIDE_SENTENCE = re.compile(r"(?<=[^\W\d_])[!?]+[ \t]+(?=[a-z])")
+_WORD_CHARS = re.compile(r"[^\W\d_]+")
+
+
+def detect_punctuation_spam(text: str, *, min_marks: int) -> list[Finding]:
+    """Exclamation or question marks between the words of one sentence ("How! can! I!!! help! you!"):
+    punctuation tokens sampled in place of spaces. One "Wow! that's" is style; a mark after a fifth of
+    the words is not."""
+    if "!" not in text and "?" not in text:
+        return []
+    marks = list(_MARK_INSIDE_SENTENCE.finditer(text))
+    if len(marks) < min_marks or len(marks) < 0.2 * len(_WORD_CHARS.findall(text)):
+        return []
+    start, end = marks[0].start(), marks[-1].end()
+    return [
+        Finding(
+            "punctuation_spam",
+            float(len(marks)),
+            float(min_marks),
+            (start, end),
+            excerpt(text, max(0, start - 10), end + 10),
+            f"{len(marks)} exclamation or question marks inside sentences, between words",
+        )
+    ]

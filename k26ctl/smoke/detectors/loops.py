@@ -305,3 +305,48 @@ def detect_repetition(text: str, profile: KindProfile, finish_reason: str | None
 
 
 _NOVEL_WORDS = 0.04
+
+
+_PHRASE_WORDS = 5
+_PHRASE_WINDOW = 1500  # characters at the end of the text
+_WORD = re.compile(r"[^\W_]+")
+
+
+def detect_phrase_loop(
+    text: str, profile: KindProfile, finish_reason: str | None = None, *, min_copies: int
+) -> list[Finding]:
+    """One phrase of five words said again and again near the end of a text, with different words
+    between the copies ("the correct answer is actually **site** ... the correct answer is actually
+    **copy** ..."): a loop that varies its filler, which exact loop finders miss. Poems, lists and
+    structured text repeat their lines by design and are not judged; a text that stops on a finished
+    sentence by itself needs twice the copies (parallel clauses: "shall not copy the Software except
+    as expressly permitted", "shall not modify the Software except as expressly permitted")."""
+    if profile.name in ("poem", "list") or profile.repetition_needs_open_end:
+        return []
+    ended_cleanly = text.rstrip().endswith(_SENTENCE_END) and finish_reason != "length"
+    needed = min_copies * (2 if ended_cleanly else 1)
+    tail_start = max(0, len(text) - _PHRASE_WINDOW)
+    words = [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(text, tail_start)]
+    if len(words) < _PHRASE_WORDS * needed:
+        return []
+    copies: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # phrase -> (start, end) of each copy
+    for i in range(len(words) - _PHRASE_WORDS + 1):
+        phrase = tuple(w[0] for w in words[i : i + _PHRASE_WORDS])
+        seen = copies.setdefault(phrase, [])
+        if not seen or words[i][1] >= seen[-1][1]:  # copies may not overlap ("la la la la la la")
+            seen.append((words[i][1], words[i + _PHRASE_WORDS - 1][2]))
+    phrase, spans = max(copies.items(), key=lambda kv: len(kv[1]))
+    if len(spans) < needed:
+        return []
+    start = spans[0][0]
+    return [
+        Finding(
+            "phrase_loop",
+            float(len(spans)),
+            float(needed),
+            (start, len(text)),
+            excerpt(text, start, len(text)),
+            f"the phrase {' '.join(phrase)!r} is said {len(spans)} times in the last "
+            f"{len(text) - tail_start} characters",
+        )
+    ]

@@ -111,7 +111,16 @@ DETECTORS: tuple[Detector, ...] = (
         kind_fields=("check_gibberish",),
         emits=("non_words", "word_salad"),
     ),
-    Detector("stutter", "words", words.detect_stutter, "view", ("profile",)),
+    Detector(
+        "stutter",
+        "words",
+        words.detect_stutter,
+        "view",
+        ("profile",),
+        # doubled words that fail a text (one doubled function word or pair of them is enough)
+        thresholds={"min_events": 2},
+        candidates={"min_events": (4, 3, 2)},
+    ),
     Detector(
         "symbol_soup",
         "characters",
@@ -171,6 +180,67 @@ DETECTORS: tuple[Detector, ...] = (
         candidates={"max_words": (2, 4, 6, 10)},
     ),
     Detector("repeated_key", "structure", structure.detect_repeated_key, "view"),
+    Detector(
+        "phrase_loop",
+        "loops",
+        loops.detect_phrase_loop,
+        "view",
+        ("profile", "finish_reason"),
+        thresholds={"min_copies": 4},  # copies of one five-word phrase in the last 1,500 characters
+        candidates={"min_copies": (6, 5, 4)},
+        kind_fields=("repetition_needs_open_end",),
+    ),
+    Detector(
+        "cjk_token_soup",
+        "scripts",
+        scripts.detect_cjk_token_soup,
+        "view",
+        thresholds={"min_fragments": 3},  # different non-words of other scripts glued into CJK
+        candidates={"min_fragments": (5, 4, 3, 2)},
+    ),
+    Detector(
+        "cjk_in_code",
+        "scripts",
+        scripts.detect_stray_cjk_in_code,
+        "view",
+        thresholds={"min_runs": 2},  # CJK runs glued in front of numbers after code symbols
+        candidates={"min_runs": (3, 2)},
+    ),
+    Detector(
+        "crossed_brackets",
+        "structure",
+        structure.detect_crossed_brackets,
+        "view",
+        ("profile",),
+        thresholds={"min_crossed": 2},  # brackets closed by the wrong kind
+        candidates={"min_crossed": (4, 3, 2)},
+    ),
+    Detector(
+        "count_gap",
+        "structure",
+        structure.detect_count_gap,
+        "view",
+        thresholds={"min_lines": 8},  # numbers one a line, in a row
+        candidates={"min_lines": (12, 10, 8, 6)},
+    ),
+    Detector(
+        "symbol_lines",
+        "characters",
+        characters.detect_symbol_lines,
+        "view",
+        ("profile",),
+        thresholds={"min_lines": 6},  # lines of stray punctuation (and a seventh of the lines)
+        candidates={"min_lines": (10, 8, 6, 4)},
+        kind_fields=("check_content",),
+    ),
+    Detector(
+        "punctuation_spam",
+        "characters",
+        characters.detect_punctuation_spam,
+        "view",
+        thresholds={"min_marks": 3},  # "!" or "?" between the words of a sentence (and a fifth of them)
+        candidates={"min_marks": (5, 4, 3)},
+    ),
     Detector("prompt_echo", "template", template.detect_prompt_echo, "head", ("prompt",)),
     Detector("invisible_chars", "characters", characters.detect_invisible, "scanned"),
     Detector("replacement_char", "characters", characters.detect_replacement_char, "scanned"),
@@ -224,6 +294,7 @@ DETECTORS: tuple[Detector, ...] = (
         thresholds={"min_headers": 2},  # turn headers of both sides: one asking, one answering
         candidates={"min_headers": (4, 3, 2)},
     ),
+    Detector("dangling_marker", "template", template.detect_dangling_marker, "scanned"),
     Detector(
         "invented_turn",
         "template",

@@ -177,3 +177,69 @@ _ABOUT_LANGUAGE = re.compile(
     r"(?i)chinese|japanese|korean|mandarin|cantonese|kanji|hanzi|hangul|kana|character|word|means"
     r"|written|pronounc|translat|symbol|unicode|emoji"
 )
+
+
+# Letters of any script but the CJK ones, in a run glued to a CJK character on either side.
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_GLUED_TO_CJK = re.compile(
+    rf"(?<=[{_CJK_CLASS}])[^\W\d_{_CJK_CLASS}]{{2,}}|[^\W\d_{_CJK_CLASS}]{{2,}}(?=[{_CJK_CLASS}])"
+)
+
+
+def detect_cjk_token_soup(text: str, *, min_fragments: int) -> list[Finding]:
+    """CJK text with fragments of other scripts glued into it that are no word ("卫驳wróci",
+    "坦essovlGENER粘"): vocabulary pieces of several languages sampled in a row. Chinese and Japanese
+    glue real terms ("使用Python编写", "GPU集群"), which are words, acronyms or capitalised names."""
+    if text.isascii() or _CJK.search(text) is None:
+        return []
+    fragments = [
+        m
+        for m in _GLUED_TO_CJK.finditer(text)
+        if not (m.group().isupper() or m.group().istitle()) and not lexicon.is_english_word(m.group())
+    ]
+    if len({m.group() for m in fragments}) < min_fragments:
+        return []
+    start, end = fragments[0].start(), fragments[-1].end()
+    shown = ", ".join(repr(m.group()[:16]) for m in fragments[:4])
+    return [
+        Finding(
+            "cjk_token_soup",
+            float(len(fragments)),
+            float(min_fragments),
+            (start, end),
+            excerpt(text, max(0, start - 10), end),
+            f"{len(fragments)} fragments of other scripts glued into CJK text that are no word ({shown})",
+        )
+    ]
+
+
+# A CJK run between an operator (or a blank after one) and a number: "= 充0", "^接收3.0.1". (After
+# ":" or a quote it may be a value written in Chinese: "title: 第3章".)
+_CJK_BEFORE_NUMBER = re.compile(rf"(?<=[=^~<>+\-*/%])[ \t]*[{_CJK_CLASS}]{{1,4}}(?=\d)")
+
+
+def detect_stray_cjk_in_code(text: str, *, min_runs: int) -> list[Finding]:
+    """Short CJK runs glued in front of numbers after code symbols ("rate_limit=一枝2.0", "order: int =
+    去打3") in a text that is otherwise Latin letters and code: tokens sampled from the wrong part of
+    the vocabulary. Chinese prose writes CJK in front of numbers too ("第3章"), but its CJK characters
+    outnumber its Latin letters."""
+    if text.isascii():
+        return []
+    runs = list(_CJK_BEFORE_NUMBER.finditer(text))
+    if len(runs) < min_runs:
+        return []
+    cjk = sum(len(m.group()) for m in _CJK.finditer(text))
+    if cjk >= len(_ASCII_LETTER.findall(text)):
+        return []  # CJK is a language of this text, not a stray
+    start, end = runs[0].start(), runs[-1].end()
+    return [
+        Finding(
+            "cjk_in_code",
+            float(len(runs)),
+            float(min_runs),
+            (start, end),
+            excerpt(text, max(0, start - 20), end + 10),
+            f"{len(runs)} CJK token(s) glued in front of numbers in code or Latin text "
+            f"({', '.join(repr(m.group().strip()) for m in runs[:4])})",
+        )
+    ]

@@ -9,6 +9,7 @@ A new detector belongs here when it parses the text's structure (brackets, keys,
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -84,33 +85,31 @@ def detect_broken_json(text: str, profile: KindProfile, finish_reason: str | Non
 
 # A key at the start of an object member: after "{" or ",", a quoted name and a colon.
 _KEY = re.compile(r'[{,]\s*"((?:[^"\\\n]|\\.){1,80})"\s*:')
-REPEATED_KEY = 3  # the same key this many times in one object, with no other key at its level between
+REPEATED_KEY = 3  # the same key this many times in one object (JSON objects name each key once)
 
 
 def detect_repeated_key(text: str) -> list[Finding]:
-    """One object writes the same key three or more times. Keys are tracked per nesting level, so an
-    array of records (the same keys in every record) is not a repeat."""
+    """One object writes the same key three or more times, other keys between or not. Keys are
+    counted per object, so an array of records (the same keys in every record) is not a repeat."""
     if '":' not in text and '" :' not in text:
         return []
-    best: tuple[int, int, int, str] | None = None  # count, start, end, key
     keys = list(_KEY.finditer(text))
     if len(keys) < REPEATED_KEY:
         return []
     if max(Counter(m.group(1) for m in keys).values()) < REPEATED_KEY:
         return []
-    depth_at = _depths(text)
-    seen: dict[int, tuple[str, int, int]] = {}  # depth -> (key, count so far, first start)
+    owner = _objects(text)
+    counts: Counter[tuple[int, str]] = Counter()
+    first: dict[tuple[int, str], int] = {}
+    best: tuple[int, int, int, str] | None = None  # count, start, end, key
     for match in keys:
-        depth = depth_at[match.start()]
-        key = match.group(1)
-        last = seen.get(depth)
-        if text[match.start()] == "{" or last is None or last[0] != key:
-            seen[depth] = (key, 1, match.start())  # a new object, or another key of this one
-            continue
-        count = last[1] + 1
-        seen[depth] = (key, count, last[2])
-        if count >= REPEATED_KEY and (best is None or count > best[0]):
-            best = (count, last[2], match.end(), key)
+        # a key right after "{" belongs to the object that brace opens
+        opened = match.start() if text[match.start()] == "{" else owner[match.start()]
+        slot = (opened, match.group(1))
+        counts[slot] += 1
+        first.setdefault(slot, match.start())
+        if counts[slot] >= REPEATED_KEY and (best is None or counts[slot] > best[0]):
+            best = (counts[slot], first[slot], match.end(), match.group(1))
     if best is None:
         return []
     count, start, end, key = best
@@ -121,16 +120,16 @@ def detect_repeated_key(text: str) -> list[Finding]:
             float(REPEATED_KEY),
             (start, end),
             text[start : min(end, start + 60)],
-            f"one JSON object writes the key {key[:30]!r} {count} times in a row",
+            f"one JSON object writes the key {key[:30]!r} {count} times",
         )
     ]
 
 
-def _depths(text: str) -> list[int]:
-    """Nesting depth of brackets before each position, strings skipped (depth of a "{" is that of
-    the object it opens)."""
-    depths = [0] * (len(text) + 1)
-    depth = 0
+def _objects(text: str) -> list[int]:
+    """Per position, where the innermost object open there started (its "{"), -1 outside any;
+    strings are skipped, and arrays are transparent (a key belongs to the object around them)."""
+    owner = [-1] * (len(text) + 1)
+    stack: list[int] = []  # positions of open "{" (and -2 for an open "[")
     in_string = False
     escaped = False
     for i, ch in enumerate(text):
@@ -141,13 +140,92 @@ def _depths(text: str) -> list[int]:
                 escaped = True
             elif ch == '"':
                 in_string = False
-            depths[i] = depth
-            continue
-        if ch == '"':
+        elif ch == '"':
             in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-        depths[i] = depth
-    return depths
+        elif ch == "{":
+            stack.append(i)
+        elif ch == "[":
+            stack.append(-2)
+        elif ch in "}]" and stack:
+            stack.pop()
+        owner[i] = next((o for o in reversed(stack) if o != -2), -1) if stack else -1
+    return owner
+
+
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
+def detect_crossed_brackets(text: str, profile: KindProfile, *, min_crossed: int) -> list[Finding]:
+    """Brackets closed by the wrong kind while open ("for(let 7; } else {", "a class](new}-admin",
+    "{ { } ] { ] }"): structure that never closes, the mark of code or JSON decoded into soup. A
+    closer with nothing open is not counted (an excerpt may start inside a block), nor ")" after a
+    letter or digit (list labels "a)", "1)", intervals "[0, 1)"), nor math, where "(0, 1]" is an
+    interval."""
+    if profile.name == "math" or not any(ch in text for ch in "([{"):
+        return []
+    stack: list[str] = []
+    crossed: list[int] = []
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in _PAIRS and stack:
+            if stack[-1] == _PAIRS[ch]:
+                stack.pop()
+                continue
+            if ch == ")" and i and text[i - 1].isalnum():
+                continue
+            crossed.append(i)
+            if _PAIRS[ch] in stack:  # close what it closes; the brackets opened inside it stay unclosed
+                del stack[len(stack) - 1 - stack[::-1].index(_PAIRS[ch]) :]
+    if len(crossed) < min_crossed:
+        return []
+    start, end = crossed[0], crossed[-1] + 1
+    return [
+        Finding(
+            "crossed_brackets",
+            float(len(crossed)),
+            float(min_crossed),
+            (start, end),
+            excerpt(text, max(0, start - 20), end),
+            f"{len(crossed)} bracket(s) closed by the wrong kind while open",
+        )
+    ]
+
+
+_BARE_NUMBER_LINE = re.compile(r"(?m)^[ \t]*(\d{1,6})[ \t]*$")
+
+
+def detect_count_gap(text: str, *, min_lines: int) -> list[Finding]:
+    """A count written one number a line that steps by one yet skips or doubles a number ("1 3 5 6 8
+    10 11 12"): tokens dropped or repeated while counting. A sequence with its own step (odd numbers,
+    every fifth year) keeps that step, and a numbered list that starts over goes back, not forward."""
+    if "\n" not in text:
+        return []
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < min_lines:
+        return []
+    numbers = [_BARE_NUMBER_LINE.fullmatch(line) for line in lines]
+    best: tuple[int, int] | None = None  # first and last index of the longest run of number lines
+    run_start = 0
+    for i, match in enumerate([*numbers, None]):
+        if match is None:
+            if best is None or i - run_start > best[1] - best[0] + 1:
+                best = (run_start, i - 1)
+            run_start = i + 1
+    if best is None or best[1] - best[0] + 1 < min_lines:
+        return []
+    values = [int(m.group(1)) for m in numbers[best[0] : best[1] + 1] if m is not None]
+    steps = [b - a for a, b in itertools.pairwise(values)]
+    odd = [s for s in steps if s in (0, 2)]
+    if any(s not in (0, 1, 2) for s in steps) or not odd or steps.count(1) < 0.6 * len(steps):
+        return []
+    return [
+        Finding(
+            "count_gap",
+            float(len(odd)),
+            1.0,
+            (0, len(text)),
+            excerpt(text, 0, len(text)),
+            f"a count of {len(values)} numbers steps by one but skips or repeats {len(odd)} time(s)",
+        )
+    ]

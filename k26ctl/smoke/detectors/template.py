@@ -140,6 +140,20 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
         answer.startswith(question) and len(answer) - len(question) < 0.2 * len(question)
     ):
         return [_whole_echo(text, "the output repeats the prompt and adds almost nothing")]
+    # said back, then said back again: an echoed-prompt loop (a reasoning trace may quote the prompt
+    # inside its thoughts, but does not open with it)
+    said = answer.count(question) if answer.startswith(question) else 0
+    if said >= 2:
+        return [
+            Finding(
+                "prompt_echo",
+                float(said),
+                2.0,
+                (0, len(text)),
+                excerpt(text, 0, len(text)),
+                f"the output says the prompt back {said} times (an echoed-prompt loop)",
+            )
+        ]
     if answer.startswith(question):
         return [
             Finding(
@@ -161,6 +175,7 @@ def detect_prompt_echo(text: str, prompt: str | None) -> list[Finding]:
 # shows a space as ▁ (U+2581). Glued to letters or digits they are a detokenizer that was skipped.
 _BPE_MARKER = re.compile(r"[\u0120\u010a\u2581](?=[^\W_])|(?<=[^\W_])[\u0120\u010a\u2581]")
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+_OTHER_BLOCKS = re.compile("[\u2580\u2582-\u259f]")
 BPE_MARKERS = 2
 # Only text with Latin-1 or Latin Extended letters can be UTF-8 decoded as Latin-1/cp1252.
 _MOJIBAKE_CANDIDATE = re.compile("[\u0080-\u024f]")
@@ -174,7 +189,10 @@ def detect_tokenizer_leak(text: str) -> list[Finding]:
     has_marker = "\u0120" in text or "\u010a" in text or "\u2581" in text
     markers = list(_BPE_MARKER.finditer(text)) if has_marker else []
     byte_tokens = list(_BYTE_TOKEN.finditer(text)) if "<0x" in text else []
-    if len(markers) >= BPE_MARKERS or byte_tokens:
+    # SentencePiece's marker glued to a word, in a text without the other block elements that draw a
+    # bar chart ("▁▂▃▅"), is a leak by itself.
+    spaced = any(m.group() == "\u2581" for m in markers) and not _OTHER_BLOCKS.search(text)
+    if len(markers) >= BPE_MARKERS or byte_tokens or spaced:
         hits = sorted(markers + byte_tokens, key=lambda m: m.start())
         start, end = hits[0].start(), hits[-1].end()
         kinds = sorted({m.group() for m in hits})[:4]
@@ -379,5 +397,31 @@ def detect_template_turns(text: str, prompt: str | None = None, *, min_headers: 
             excerpt(text, start, len(text)),
             f"{len(headers)} instruction-template turn headers after the answer "
             f"({', '.join(dict.fromkeys(m.group().strip() for m in headers[:4]))}): it runs on past its turn",
+        )
+    ]
+
+
+# The opening of a markup tag or special token at the very end, right after the last sentence: " The
+# girl is eating a hamburger.<", "...done.</", "...ok!<|": the first piece of a stop marker printed
+# before generation stopped.
+_DANGLING_OPENER = re.compile(r"[.!?\u3002\uff01\uff1f][ \t]?(<[|/]?[A-Za-z_|]{0,12})\s*$")
+
+
+def detect_dangling_marker(text: str) -> list[Finding]:
+    """The text ends on an opened '<' (and at most a few letters of a tag name) right after its last
+    sentence: a stop marker that leaked its first token."""
+    base = max(0, len(text) - 40)
+    match = _DANGLING_OPENER.search(text, base)
+    if match is None:
+        return []
+    start = match.start(1)
+    return [
+        Finding(
+            "dangling_marker",
+            1.0,
+            1.0,
+            (start, len(text)),
+            excerpt(text, max(0, start - 30), len(text)),
+            f"the text ends on {match.group(1)!r} after its last sentence (a stop marker's first piece)",
         )
     ]

@@ -256,10 +256,9 @@ _REDUPLICATED = frozenset(
     )
 )
 # fmt: on
-STUTTER_EVENTS = 3  # doubled words (or any doubled pair of function words) that fail a text
 
 
-def detect_stutter(text: str, profile: KindProfile) -> list[Finding]:
+def detect_stutter(text: str, profile: KindProfile, *, min_events: int) -> list[Finding]:
     """A word or a pair of words written twice in a row with only blanks between: a token emitted
     twice (streaming chunks forwarded twice, a verify step that accepts a token again). One doubled
     pair with a function word in it ("one of the of the most") or one doubled common function word
@@ -307,9 +306,10 @@ def detect_stutter(text: str, profile: KindProfile) -> list[Finding]:
             name = words[i].text[:1].isupper() and words[i + 1].text[:1].isupper() and word not in function
             if word not in _REDUPLICATED and not word.isdigit() and not name:
                 events.append((words[i].start, words[i + 1].end, word))
-                strong += word in function and len(word) >= 2
+                # (English's article doubled in lower case, "observing a a peaceful", is no label)
+                strong += word in function and (len(word) >= 2 or (lang == "en" and words[i].text == "a"))
             resume = i + 2
-    if not events or (strong == 0 and len(events) < STUTTER_EVENTS):
+    if not events or (strong == 0 and len(events) < min_events):
         return []
     start, end = events[0][0], events[-1][1]
     shown = ", ".join(dict.fromkeys(repr(e[2]) for e in events[:4]))
@@ -317,7 +317,7 @@ def detect_stutter(text: str, profile: KindProfile) -> list[Finding]:
         Finding(
             "stutter",
             float(len(events)),
-            float(STUTTER_EVENTS if strong == 0 else 1),
+            float(min_events if strong == 0 else 1),
             (start, end),
             excerpt(text, start, end),
             f"{len(events)} word(s) or word pair(s) written twice in a row ({shown})",
