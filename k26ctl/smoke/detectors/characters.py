@@ -261,10 +261,18 @@ def detect_symbol_lines(text: str, profile: KindProfile, *, min_lines: int) -> l
     ]
 
 
+# Closing and opening brackets with their separators ("});", "],", "{"), and empty comments ("#", "//",
+# "/*", "*/"): the structure of code, one line each.
+_CODE_STRUCTURE = re.compile(r"[()\[\]{};,]+|#+|//|/\*+|\*+/")
+
+
 def _is_shard(line: str) -> bool:
-    """Punctuation alone on its line that is no rule: one or two characters ("*", ",", "**"), or
-    several different ones ("-**", "<?"); "---", "* * *" and code fences are layout."""
+    """Punctuation alone on its line that is no rule and no code structure: one or two characters
+    ("*", "+", "**"), or several different ones ("-**", "<?"); "---", "* * *", "});" and code fences
+    are layout."""
     if not line or not _PUNCTUATION_ONLY.fullmatch(line) or line.startswith("```"):
+        return False
+    if _CODE_STRUCTURE.fullmatch(line):
         return False
     return len(line) <= 2 or len(set(line.replace(" ", ""))) > 1
 

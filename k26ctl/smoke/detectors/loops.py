@@ -17,6 +17,7 @@ import re
 
 from k26ctl.smoke.finding import Finding, excerpt
 from k26ctl.smoke.kinds import KindProfile
+from k26ctl.smoke.markup import blank_markup
 from k26ctl.smoke.restarts import enumeration_restart, final_restatement, paragraph_restart
 from k26ctl.smoke.textstats import (
     LINK,
@@ -326,7 +327,8 @@ def detect_phrase_loop(
     ended_cleanly = text.rstrip().endswith(_SENTENCE_END) and finish_reason != "length"
     needed = min_copies * (2 if ended_cleanly else 1)
     tail_start = max(0, len(text) - _PHRASE_WINDOW)
-    words = [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(text, tail_start)]
+    prose = blank_markup(text)  # links and inline code repeat by design (badges, one repository)
+    words = [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(prose, tail_start)]
     if len(words) < _PHRASE_WORDS * needed:
         return []
     copies: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # phrase -> (start, end) of each copy

@@ -16,6 +16,7 @@ from collections import Counter
 
 from k26ctl.smoke.finding import Finding, excerpt
 from k26ctl.smoke.kinds import KindProfile
+from k26ctl.smoke.markup import blank_markup
 
 # A label whose value is missing: "second item:., third item:.," (a template filled with nothing)
 _EMPTY_SLOT = re.compile(r"(?<=\w)[ \t]*:[ \t]*[.,;](?=\s|[.,;]|$)")
@@ -138,7 +139,7 @@ def _objects(text: str) -> list[int]:
                 escaped = False
             elif ch == "\\":
                 escaped = True
-            elif ch == '"':
+            elif ch in '"\n':  # (a JSON string holds no raw newline: a stray quote ends with its line)
                 in_string = False
         elif ch == '"':
             in_string = True
@@ -153,6 +154,16 @@ def _objects(text: str) -> list[int]:
 
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
+# A quoted string on one line (a quote not glued to a letter before it, so "don't" opens nothing).
+_LITERAL = re.compile(r"(?<![^\W\d_])(\"[^\"\n]*\"|'[^'\n]*')")
+
+
+def _blank_literals(text: str) -> str:
+    """Quoted strings become blanks of the same length: brackets inside them ("'\\x1b[H'", "'%s}'")
+    are data, not structure."""
+    if '"' not in text and "'" not in text:
+        return text
+    return _LITERAL.sub(lambda m: " " * len(m.group()), text)
 
 
 def detect_crossed_brackets(text: str, profile: KindProfile, *, min_crossed: int) -> list[Finding]:
@@ -163,6 +174,7 @@ def detect_crossed_brackets(text: str, profile: KindProfile, *, min_crossed: int
     interval."""
     if profile.name == "math" or not any(ch in text for ch in "([{"):
         return []
+    text = _blank_literals(blank_markup(text))  # same length: positions stay valid
     stack: list[str] = []
     crossed: list[int] = []
     for i, ch in enumerate(text):

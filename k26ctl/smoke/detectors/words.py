@@ -304,7 +304,10 @@ def detect_stutter(text: str, profile: KindProfile, *, min_events: int) -> list[
         if lowered[i] == lowered[i + 1] and _only_blanks(text, words[i].end, words[i + 1].start):
             word = lowered[i]
             name = words[i].text[:1].isupper() and words[i + 1].text[:1].isupper() and word not in function
-            if word not in _REDUPLICATED and not word.isdigit() and not name:
+            # "LPOVERLAPPED lpOverlapped": a type and its variable; "root root 4096": a listing's columns
+            declared = words[i].text != words[i + 1].text and word not in function
+            columns = _NUMBER_AFTER.match(text, words[i + 1].end) is not None
+            if word not in _REDUPLICATED and not word.isdigit() and not name and not declared and not columns:
                 events.append((words[i].start, words[i + 1].end, word))
                 # (English's article doubled in lower case, "observing a a peaceful", is no label)
                 strong += word in function and (len(word) >= 2 or (lang == "en" and words[i].text == "a"))
@@ -323,6 +326,9 @@ def detect_stutter(text: str, profile: KindProfile, *, min_events: int) -> list[
             f"{len(events)} word(s) or word pair(s) written twice in a row ({shown})",
         )
     ]
+
+
+_NUMBER_AFTER = re.compile(r"[ \t]+\d")
 
 
 def _only_blanks(text: str, start: int, end: int) -> bool:
