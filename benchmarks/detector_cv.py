@@ -255,7 +255,8 @@ def cross_validate(
                 f"{TUNABLE[i][0].name}.{TUNABLE[i][1]}={TUNABLE[i][2][v]}"
                 for i, v in zip(table.available, combo, strict=True)
             )
-            print(f"  fold {fold}: held {held_c.show()} | fit {fit_c.show()}")
+            gap = fit_c.recall - held_c.recall
+            print(f"  fold {fold}: held {held_c.show()} | fit {fit_c.show()} | gap {gap:+.3f}")
             print(f"          chosen on the fit folds: {values or '(nothing to tune)'}")
     print(f"  pooled held-out: {pooled.show()}")
     print(f"  mean fit recall {mean_fit:.3f}; fit-to-held recall gap {mean_fit - pooled.recall:+.3f}")
