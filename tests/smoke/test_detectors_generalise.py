@@ -37,6 +37,9 @@ def test_crossed_brackets_versus_links_intervals_and_labels() -> None:
     fine = "See [the docs](https://example.com/a_(b)) for x in [0, 1); a) first, b) second :) done."
     assert not fired("crossed_brackets", fine, kind="prose")
     assert not fired("crossed_brackets", "}\n  return x;\n}\n", kind="code")  # an excerpt from inside a block
+    assert not fired("crossed_brackets", "call('\\x1b[H') and fmt('%s}') and `a(b]`", kind="prose")
+    art = " [__][__][(******)__][__](******)[__][]\n [][__][__(******)][__][_(******)_][__]\n" * 3
+    assert not fired("crossed_brackets", art, kind="art")
 
 
 def test_count_gap_versus_counts_with_their_own_step() -> None:
@@ -106,6 +109,10 @@ def test_sentencepiece_marker_alone_versus_a_bar_chart() -> None:
         ("He held a compass compass. The compass compass was a mystery to him.", True),
         ("Option a a is the first letter pair in the table.", True),
         ("Choose between A A and B B in the grid.", False),
+        ("We should answer answer B, then check the other options once more.", True),
+        ("LPOVERLAPPED lpOverlapped;\nDWORD count;", False),
+        ("-rwsr-xr-x 1 root root 30736 2007-01-31 /bin/ping", False),
+        ("## make\n\nmake\n    make install", False),
     ],
 )
 def test_doubled_article_and_doubled_words(text: str, caught: bool) -> None:

@@ -171,8 +171,8 @@ def detect_crossed_brackets(text: str, profile: KindProfile, *, min_crossed: int
     "{ { } ] { ] }"): structure that never closes, the mark of code or JSON decoded into soup. A
     closer with nothing open is not counted (an excerpt may start inside a block), nor ")" after a
     letter or digit (list labels "a)", "1)", intervals "[0, 1)"), nor math, where "(0, 1]" is an
-    interval."""
-    if profile.name == "math" or not any(ch in text for ch in "([{"):
+    interval, nor ASCII art, whose brackets draw."""
+    if profile.name in ("math", "art") or not any(ch in text for ch in "([{"):
         return []
     text = _blank_literals(blank_markup(text))  # same length: positions stay valid
     stack: list[str] = []
