@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 
 from k26ctl.smoke.finding import Finding, excerpt
 from k26ctl.smoke.kinds import KindProfile
@@ -331,8 +332,15 @@ def detect_phrase_loop(
     words = [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(prose, tail_start)]
     if len(words) < _PHRASE_WORDS * needed:
         return []
+    # Every word of a phrase said `needed` times is itself said that often: only runs of five such
+    # words can start a copy (in most texts there are none, and no phrase is built).
+    counts = Counter(w[0] for w in words)
+    frequent = [counts[w[0]] >= needed for w in words]
+    starts = [i for i in range(len(words) - _PHRASE_WORDS + 1) if all(frequent[i : i + _PHRASE_WORDS])]
+    if len(starts) < needed:
+        return []
     copies: dict[tuple[str, ...], list[tuple[int, int]]] = {}  # phrase -> (start, end) of each copy
-    for i in range(len(words) - _PHRASE_WORDS + 1):
+    for i in starts:
         phrase = tuple(w[0] for w in words[i : i + _PHRASE_WORDS])
         seen = copies.setdefault(phrase, [])
         if not seen or words[i][1] >= seen[-1][1]:  # copies may not overlap ("la la la la la la")

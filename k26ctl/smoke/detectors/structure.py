@@ -154,6 +154,7 @@ def _objects(text: str) -> list[int]:
 
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
+_BRACKET = re.compile(r"[()\[\]{}]")
 # A quoted string on one line (a quote not glued to a letter before it, so "don't" opens nothing).
 _LITERAL = re.compile(r"(?<![^\W\d_])(\"[^\"\n]*\"|'[^'\n]*')")
 
@@ -177,7 +178,8 @@ def detect_crossed_brackets(text: str, profile: KindProfile, *, min_crossed: int
     text = _blank_literals(blank_markup(text))  # same length: positions stay valid
     stack: list[str] = []
     crossed: list[int] = []
-    for i, ch in enumerate(text):
+    for match in _BRACKET.finditer(text):  # (the brackets only: a loop over every character cost more)
+        i, ch = match.start(), match.group()
         if ch in "([{":
             stack.append(ch)
         elif ch in _PAIRS and stack:
