@@ -102,9 +102,12 @@ class _Inputs:
 
 def _run(row: Detector, given: _Inputs, thresholds: Mapping[str, float] | None = None) -> list[Finding]:
     """One row of the registry on the part of the text it reads, its spans placed in the whole text."""
-    piece = {"text": given.text, "view": given.view, "head": given.text[:PROMPT_ECHO_CHARS]}.get(
-        row.reads, given.scanned
-    )
+    if row.reads == "view":
+        piece = given.view
+    elif row.reads == "scanned":
+        piece = given.scanned
+    else:
+        piece = given.text if row.reads == "text" else given.text[:PROMPT_ECHO_CHARS]
     args = [getattr(given, name) for name in row.inputs]
     found = row.function(piece, *args, **(row.thresholds if thresholds is None else thresholds))
     if row.reads == "view" and given.offset and found:
