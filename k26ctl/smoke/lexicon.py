@@ -116,8 +116,3 @@ def preload() -> None:
 
 def is_english_word(word: str) -> bool:
     return is_word(word.lower(), "en")
-
-
-def is_common_english_word(word: str) -> bool:
-    """The lower-cased word is in English's list of common words (its small list)."""
-    return word in wordlists.members("en", "small")

@@ -109,7 +109,8 @@ def test_sentencepiece_marker_alone_versus_a_bar_chart() -> None:
         ("He held a compass compass. The compass compass was a mystery to him.", True),
         ("Option a a is the first letter pair in the table.", True),
         ("Choose between A A and B B in the grid.", False),
-        ("We should answer answer B, then check the other options once more.", True),
+        # one doubled content word is what a near-tie flip on a healthy server can write ("user user")
+        ("We should answer answer B, then check the other options once more.", False),
         ("LPOVERLAPPED lpOverlapped;\nDWORD count;", False),
         ("-rwsr-xr-x 1 root root 30736 2007-01-31 /bin/ping", False),
         ("## make\n\nmake\n    make install", False),

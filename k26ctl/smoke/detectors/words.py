@@ -311,12 +311,6 @@ def detect_stutter(text: str, profile: KindProfile, *, min_events: int) -> list[
                 events.append((words[i].start, words[i + 1].end, word))
                 # (English's article doubled in lower case, "observing a a peaceful", is no label)
                 strong += word in function and (len(word) >= 2 or (lang == "en" and words[i].text == "a"))
-                verse = profile.name == "poem"  # refrains and chants ("baby baby") are verse
-                strong += (
-                    not verse
-                    and word not in function
-                    and _common_english_double(text, words[i], words[i + 1], lang)
-                )
             resume = i + 2
     if not events or (strong == 0 and len(events) < min_events):
         return []
@@ -335,20 +329,6 @@ def detect_stutter(text: str, profile: KindProfile, *, min_events: int) -> list[
 
 
 _NUMBER_AFTER = re.compile(r"[ \t]+\d")
-
-
-def _common_english_double(text: str, first: Word, second: Word, lang: str) -> bool:
-    """In English prose, a common word of three letters or more written twice in lower case on one
-    line ("We should answer answer B"): no sentence says that; verse and chants do ("baby baby"), but
-    their words are in the reduplicated list or their kind is not judged here."""
-    return (
-        lang == "en"
-        and first.text == second.text
-        and first.text.islower()
-        and len(first.text) >= 3
-        and "\n" not in text[first.end : second.start]
-        and lexicon.is_common_english_word(first.text)
-    )
 
 
 def _only_blanks(text: str, start: int, end: int) -> bool:
