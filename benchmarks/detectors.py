@@ -54,13 +54,15 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import time
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from labelled import Score  # benchmarks/, this script's own folder
 
 from k26ctl.smoke.detectors import score_text
 
@@ -104,30 +106,6 @@ def whisper_gzip(text: str) -> bool:
 
 def ours(text: str, prompt: str | None = None) -> bool:
     return score_text(text, prompt=prompt).degenerate
-
-
-@dataclass
-class Score:
-    tp: int = 0
-    fn: int = 0
-    fp: int = 0
-    tn: int = 0
-
-    def add(self, bad: bool, flagged: bool) -> None:
-        if bad:
-            self.tp += flagged
-            self.fn += not flagged
-        else:
-            self.fp += flagged
-            self.tn += not flagged
-
-    @property
-    def recall(self) -> float:
-        return self.tp / max(self.tp + self.fn, 1)
-
-    @property
-    def fpr(self) -> float:
-        return self.fp / max(self.fp + self.tn, 1)
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -307,10 +285,9 @@ def report_methods(rows: list[dict[str, str]], methods: dict[str, Callable[[str]
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if "--cv" in arguments:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from detector_cv import main as cross_validate
-
-        return int(cross_validate([a for a in arguments if a != "--cv"]))
+        script = ROOT / "benchmarks" / "detector_cv.py"
+        rest = [a for a in arguments if a != "--cv"]
+        return subprocess.run([sys.executable, str(script), *rest], check=False).returncode
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

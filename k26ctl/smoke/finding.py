@@ -29,3 +29,9 @@ class Finding:
         data = asdict(self)
         data["span"] = list(self.span)
         return data
+
+
+def excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
+    """text[start:end], cut to `limit` characters with "..." when longer: what a finding shows."""
+    piece = text[start:end]
+    return piece if len(piece) <= limit else piece[: limit - 3] + "..."

@@ -5,15 +5,13 @@ contents, CJK lists. Every text here is synthetic (written for the tests)."""
 # ruff: noqa: RUF001 - CJK punctuation is the point of several cases
 from __future__ import annotations
 
-from k26ctl.smoke.detectors import (
-    detect_char_runs,
-    detect_gibberish,
-    detect_tail_repeat,
-    score_text,
-)
+from k26ctl.smoke.detectors import score_text
+from k26ctl.smoke.detectors.characters import detect_char_runs
+from k26ctl.smoke.detectors.loops import detect_tail_repeat
+from k26ctl.smoke.detectors.scripts import detect_script_mix
+from k26ctl.smoke.detectors.words import detect_gibberish, detect_non_words
 from k26ctl.smoke.kinds import PROFILES, guess_kind
 from k26ctl.smoke.restarts import enumeration_restart
-from k26ctl.smoke.wordsignals import detect_non_words, detect_script_mix
 
 PROSE = PROFILES["prose"]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from k26ctl.smoke.detectors import detect_loops, detect_restart, score_text
+from k26ctl.smoke.detectors import score_text
+from k26ctl.smoke.detectors.loops import detect_loops, detect_restart
 from k26ctl.smoke.kinds import PROFILES
 from k26ctl.smoke.restarts import enumeration_restart, final_restatement
 

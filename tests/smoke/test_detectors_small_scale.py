@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from k26ctl.smoke.detectors import score_text
-from k26ctl.smoke.jsonkeys import detect_repeated_key
-from k26ctl.smoke.kinds import PROFILES
-from k26ctl.smoke.shortloops import detect_line_loop, detect_short_loop, detect_word_loop
-from k26ctl.smoke.templatemarks import (
+from k26ctl.smoke.detectors import run_detector, score_text
+from k26ctl.smoke.detectors.registry import DETECTORS, limits
+from k26ctl.smoke.detectors.shortloops import detect_line_loop
+from k26ctl.smoke.detectors.structure import detect_repeated_key
+from k26ctl.smoke.detectors.template import (
     detect_end_markers,
     detect_invented_turn,
-    detect_partial_tokens,
-    detect_role_opening,
 )
-from k26ctl.smoke.tokensoup import detect_glued_tokens, detect_short_gibberish, detect_stray_cjk
+from k26ctl.smoke.kinds import PROFILES
 
 PROSE = PROFILES["prose"]
 
@@ -99,10 +97,10 @@ def test_healthy_texts_pass(text: str) -> None:
 
 def test_findings_name_the_span_that_decided() -> None:
     text = "Intro.\n\nRepeat this.\n\nRepeat this.\n\nRepeat this."
-    (finding,) = detect_line_loop(text, PROSE)
+    (finding,) = detect_line_loop(text, PROSE, **limits("line_loop"))
     assert text[finding.span[0] : finding.span[1]].startswith("Repeat this.")
     assert "3 times" in finding.message
-    (marker,) = detect_end_markers("x [END] [STOP] [END]")
+    (marker,) = detect_end_markers("x [END] [STOP] [END]", **limits("end_marker_loop"))
     assert marker.span == (2, 20)
     (key,) = detect_repeated_key('{"a": 1, "a": 2, "a": 3}')
     assert key.score == 3.0 and "'a'" in key.message
@@ -110,14 +108,5 @@ def test_findings_name_the_span_that_decided() -> None:
 
 def test_each_detector_alone_stays_quiet_on_plain_prose() -> None:
     text = "The river runs through the old town, past the market and the church, to the sea."
-    for detect in (
-        detect_line_loop,
-        detect_short_loop,
-        detect_word_loop,
-        detect_glued_tokens,
-        detect_short_gibberish,
-    ):
-        assert detect(text, PROSE) == []
-    assert detect_partial_tokens(text) == []
-    assert detect_role_opening(text) == []
-    assert detect_stray_cjk(text) == []
+    for row in DETECTORS:
+        assert run_detector(row.name, text, kind="prose") == [], row.name

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from k26ctl.smoke.detectors import detect_empty_slots, detect_loops, detect_repetition, score_text
+from k26ctl.smoke.detectors import score_text
+from k26ctl.smoke.detectors.loops import detect_loops, detect_repetition
+from k26ctl.smoke.detectors.structure import detect_empty_slots
 from k26ctl.smoke.kinds import PROFILES, guess_kind
 from k26ctl.smoke.textstats import ends_in_repetition, novel_word_share
 

@@ -11,19 +11,20 @@ import pytest
 
 from k26ctl.smoke import wordlists
 from k26ctl.smoke.batch import Request, score_many
-from k26ctl.smoke.detectors import detect_broken_json, detect_special_tokens, preload, score_text
+from k26ctl.smoke.detectors import preload, score_text
+from k26ctl.smoke.detectors.registry import limits
+from k26ctl.smoke.detectors.scripts import detect_script_mix
+from k26ctl.smoke.detectors.structure import detect_broken_json
+from k26ctl.smoke.detectors.template import detect_special_tokens, detect_tokenizer_leak
+from k26ctl.smoke.detectors.words import detect_non_words, detect_stutter
 from k26ctl.smoke.finding import Finding
 from k26ctl.smoke.kinds import PROFILES
 from k26ctl.smoke.lexicon import guess_language, is_word
-from k26ctl.smoke.wordsignals import (
-    detect_non_words,
-    detect_script_mix,
-    detect_stutter,
-    detect_tokenizer_leak,
-)
 from k26ctl.smoke.wordstats import words_of
 
 PROSE = PROFILES["prose"]
+
+STUTTER = limits("stutter")
 
 
 def detectors(findings: list[Finding]) -> list[str]:
@@ -68,11 +69,11 @@ def test_a_list_of_tags_is_not_word_salad() -> None:
 
 
 def test_stutter_doubled_pairs_and_words() -> None:
-    assert detectors(detect_stutter("He was one of the of the best players of his time.", PROSE)) == [
-        "stutter"
-    ]
+    assert detectors(
+        detect_stutter("He was one of the of the best players of his time.", PROSE, **STUTTER)
+    ) == ["stutter"]
     doubled = "Can can you you share share the the plan plan with with me me today today?"
-    assert detectors(detect_stutter(doubled, PROSE)) == ["stutter"]
+    assert detectors(detect_stutter(doubled, PROSE, **STUTTER)) == ["stutter"]
     for fine in (
         "I think that that is right, and I had had enough by then. Bye bye!",
         "Antonio Antonio, was tired of living alone",
@@ -80,8 +81,8 @@ def test_stutter_doubled_pairs_and_words() -> None:
         "Die Frau, die die Zeitung liest, sitzt im Garten.",
         "Row, row, row your boat, gently down the stream.",
     ):
-        assert detect_stutter(fine, PROSE) == [], fine
-    assert detect_stutter("x = x + 1\ny = y y", PROFILES["code"]) == []
+        assert detect_stutter(fine, PROSE, **STUTTER) == [], fine
+    assert detect_stutter("x = x + 1\ny = y y", PROFILES["code"], **STUTTER) == []
 
 
 def test_script_mixing_inside_words_but_not_cjk_with_latin_terms() -> None:

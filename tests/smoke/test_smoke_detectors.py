@@ -11,23 +11,20 @@ import json
 
 import pytest
 
-from k26ctl.smoke.detectors import (
-    MAX_SCANNED_EDGE,
+from k26ctl.smoke.detectors import score_text
+from k26ctl.smoke.detectors.characters import (
     detect_char_runs,
     detect_empty,
-    detect_gibberish,
     detect_invisible,
-    detect_loops,
     detect_low_content,
-    detect_prompt_echo,
-    detect_repetition,
     detect_replacement_char,
-    detect_special_tokens,
-    detect_tail_repeat,
-    score_text,
 )
+from k26ctl.smoke.detectors.loops import detect_loops, detect_repetition, detect_tail_repeat
+from k26ctl.smoke.detectors.score import MAX_SCANNED_EDGE
+from k26ctl.smoke.detectors.scripts import detect_script_mix
+from k26ctl.smoke.detectors.template import detect_prompt_echo, detect_special_tokens
+from k26ctl.smoke.detectors.words import detect_gibberish, detect_non_words
 from k26ctl.smoke.kinds import PROFILES, guess_kind
-from k26ctl.smoke.wordsignals import detect_non_words, detect_script_mix
 
 PROSE = PROFILES["prose"]
 CODE = PROFILES["code"]
@@ -462,7 +459,7 @@ def test_markup_is_not_gibberish() -> None:
 
 
 def test_broken_json_structure_but_not_truncation() -> None:
-    from k26ctl.smoke.detectors import detect_broken_json
+    from k26ctl.smoke.detectors.structure import detect_broken_json
 
     profile = PROFILES["json"]
     broken = (

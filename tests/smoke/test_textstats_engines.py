@@ -9,8 +9,9 @@ import sys
 
 import regex
 
-from k26ctl.smoke import detectors, restarts, textstats, wordstats
-from k26ctl.smoke.wordsignals import _MARKUP, _MARKUP_WITHOUT_EMAIL, blank_markup
+from k26ctl.smoke import restarts, textstats, wordstats
+from k26ctl.smoke.detectors import words
+from k26ctl.smoke.markup import _MARKUP, _MARKUP_WITHOUT_EMAIL, blank_markup
 
 
 def test_white_space_is_the_regex_modules_blank_class() -> None:
@@ -45,7 +46,7 @@ def test_abbreviation_pattern_led_by_a_letter_blanks_what_the_original_did() -> 
     import random
     import re
 
-    from k26ctl.smoke.detectors import _ABBREVIATION
+    from k26ctl.smoke.detectors.words import _ABBREVIATION
 
     original = re.compile(r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)")
     blank = lambda m: " " * len(m.group())  # noqa: E731
@@ -78,7 +79,7 @@ def test_ascii_count_counts_only_the_given_ascii_characters() -> None:
 def test_the_cheap_counts_bound_the_unicode_counts() -> None:
     import random
 
-    from k26ctl.smoke.detectors import _NOT_CONTENT
+    from k26ctl.smoke.detectors.characters import _NOT_CONTENT
     from k26ctl.smoke.kinds import _NOT_ALNUM, _NOT_DIGIT, _digits_at_most
 
     pick = random.Random(11)
@@ -97,7 +98,7 @@ def test_single_spacing_by_split_equals_the_substitution() -> None:
     import random
     import re
 
-    from k26ctl.smoke.detectors import _single_spaced
+    from k26ctl.smoke.detectors.loops import _single_spaced
 
     pick = random.Random(5)
     alphabet = ["a", "b", " ", "\n", "\t", "\u3000", "\x1c", "\x85", "\xa0", "\u200b", "é"]
@@ -192,4 +193,4 @@ def test_latin_word_pattern_led_by_a_letter_matches_what_the_look_behind_one_did
     samples += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16))) for _ in range(20000)]
     for text in samples:
         expected = [(m.group(), m.span()) for m in original.finditer(text)]
-        assert [(m.group(), m.span()) for m in detectors._LATIN_WORD.finditer(text)] == expected
+        assert [(m.group(), m.span()) for m in words._LATIN_WORD.finditer(text)] == expected

@@ -1,11 +1,12 @@
-"""Words that no writer produces, judged one word at a time (so short texts count too):
+"""Family `scripts`: writing systems mixed where no writer mixes them.
 
-- glued_tokens: a word of a Latin-script text that joins vocabulary pieces by case ("DungeonCanadaci",
-  "CHAPTERSimulationunnel") where a piece is no word, or joins Latin letters and CJK characters
-  inside one word of an otherwise Latin text ("Sol风湿", "isser峙");
-- short_gibberish: a short answer whose every lower-case word is in no word list.
+- script_mix: words that switch script part-way (Latin letters glued to Cyrillic or Telugu), which no
+  writing system does (Chinese, Japanese and Korean gluing Latin terms to their words is allowed);
+- glued_tokens: vocabulary pieces glued by case ("DungeonCanadaci") where a piece is no word, or Latin
+  letters and CJK characters inside one word of an otherwise Latin text ("Sol风湿");
+- stray_token: one short CJK run inside an English or code text that has no other CJK in it.
 
-The word lists are wordfreq's (see lexicon.py).
+A new detector belongs here when its evidence is which scripts meet, and where.
 """
 
 from __future__ import annotations
@@ -14,15 +15,43 @@ import re
 from collections import Counter
 
 from k26ctl.smoke import lexicon
-from k26ctl.smoke.finding import Finding
+from k26ctl.smoke.finding import Finding, excerpt
 from k26ctl.smoke.kinds import KindProfile
-from k26ctl.smoke.wordsignals import blank_markup
+from k26ctl.smoke.markup import blank_markup
 from k26ctl.smoke.wordstats import Word, words_of
 
+# ---- script mixing -------------------------------------------------------------------------------
 
-def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
-    piece = text[start:end]
-    return piece if len(piece) <= limit else piece[: limit - 3] + "..."
+MIXED_WORDS = 2  # words switching script that fail a text (one, when the text uses three scripts)
+
+
+def detect_script_mix(text: str, profile: KindProfile) -> list[Finding]:
+    """Words whose letters switch between scripts that are never written together inside a word
+    (Latin and Cyrillic, Latin and Telugu, Cyrillic and Han): vocabulary pieces of several languages
+    glued together. A single Greek letter in a Latin word is a unit or a symbol ("10μm"), not a switch."""
+    if text.isascii():
+        return []
+    words = words_of(blank_markup(text))
+    mixed = [w for w in words if w.mixed and min(w.run_lengths) >= 2]
+    if not mixed:
+        return []
+    scripts = Counter(s for w in words for s in w.scripts)
+    significant = {s for s, n in scripts.items() if n >= 2}
+    if len(mixed) < MIXED_WORDS and len(significant) < 3:
+        return []
+    start, end = mixed[0].start, mixed[-1].end
+    shown = ", ".join(repr(w.text[:24]) for w in mixed[:3])
+    return [
+        Finding(
+            "script_mix",
+            float(len(mixed)),
+            float(MIXED_WORDS),
+            (start, end),
+            excerpt(text, start, end),
+            f"{len(mixed)} word(s) switch script part-way ({shown}) across {len(significant)} scripts "
+            f"({', '.join(sorted(significant))})",
+        )
+    ]
 
 
 # A case join inside a word: "nC" (lower then upper) or "SSi" (an upper run ending where a capitalised
@@ -31,11 +60,10 @@ _CASE_JOIN = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _CASE_JOIN_HINT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
 _PIECE_MIN = 4  # letters: shorter pieces ("Mc", "Py", "iOS") are not judged
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-_CJK_SCRIPTS = ("Han", "Hiragana", "Katakana", "Hangul")
-GLUED_TOKENS = 1  # glued words that fail a text with no other writing system in it
+CJK_SCRIPTS = ("Han", "Hiragana", "Katakana", "Hangul")
 
 
-def detect_glued_tokens(text: str, profile: KindProfile) -> list[Finding]:
+def detect_glued_tokens(text: str, profile: KindProfile, *, min_glued: int) -> list[Finding]:
     """Vocabulary pieces glued into one word: a case join whose piece is in no word list, or CJK
     characters glued to Latin letters inside a word while the rest of the text is Latin."""
     if not profile.check_gibberish:
@@ -58,7 +86,7 @@ def detect_glued_tokens(text: str, profile: KindProfile) -> list[Finding]:
     # vocabulary soup does not come back to the same invention.
     uses = Counter(w.text for w in words)
     glued = sorted((g for g in glued if uses[g[0].text] == 1), key=lambda g: g[0].start)
-    if len(glued) < GLUED_TOKENS:
+    if len(glued) < min_glued:
         return []
     # One glued word with a name in it may be a brand ("PostgreSQL"); a text of sentences needs two.
     sentences = len(words) >= 12 and sum(1 for w, _ in glued if not _latin_and_cjk(w)) == len(glued)
@@ -70,16 +98,16 @@ def detect_glued_tokens(text: str, profile: KindProfile) -> list[Finding]:
         Finding(
             "glued_tokens",
             float(len(glued)),
-            float(GLUED_TOKENS if not sentences else 2),
+            float(min_glued if not sentences else 2),
             (start, end),
-            _excerpt(text, start, end),
+            excerpt(text, start, end),
             f"{len(glued)} word(s) glued from vocabulary pieces ({shown})",
         )
     ]
 
 
 def _latin_and_cjk(word: Word) -> bool:
-    if "Latin" not in word.scripts or not any(s in _CJK_SCRIPTS for s in word.scripts):
+    if "Latin" not in word.scripts or not any(s in CJK_SCRIPTS for s in word.scripts):
         return False
     latin = "".join(ch for ch in word.text if ch.isascii())
     return not latin.isupper()  # "XXXXコンニチハ" is a width demonstration, not a token
@@ -100,45 +128,6 @@ def _odd_piece(word: str) -> str:
         if not lexicon.is_word(low, "en") and not lexicon.in_any_common_list(low, "Latin"):
             return piece
     return ""
-
-
-SHORT_MAX_WORDS = 6  # words of three letters or more
-_SHORT_MAX_CHARS = 160
-_GIBBERISH_MIN_LETTERS = 4
-
-
-def detect_short_gibberish(text: str, profile: KindProfile) -> list[Finding]:
-    """A short answer (six words of three letters or more at most) none of whose words of three
-    letters or more is in a word list of its script's languages, one of them a lower-case word of
-    four letters ("ersetvod", "ervi acesaces acesaces"). Shorter pieces ("D", "PP") are not judged."""
-    if not profile.check_gibberish or len(text) > _SHORT_MAX_CHARS:
-        return []
-    words = [w for w in words_of(blank_markup(text)) if len(w.text) >= 3]
-    if not words or len(words) > SHORT_MAX_WORDS:
-        return []
-    script = Counter(w.script for w in words).most_common(1)[0][0]
-    if script not in lexicon.CANDIDATES or script in _CJK_SCRIPTS:
-        return []
-    lang = lexicon.guess_language([w.text.lower() for w in words], script)[0] or "en"
-    judged = [w for w in words if w.text.islower() and len(w.text) >= _GIBBERISH_MIN_LETTERS]
-    if not judged:
-        return []
-    for w in words:
-        low = w.text.lower()
-        if lexicon.is_word(low, lang) or lexicon.in_any_common_list(low, script):
-            return []
-    start, end = words[0].start, words[-1].end
-    shown = ", ".join(dict.fromkeys(repr(w.text[:20]) for w in judged[:3]))
-    return [
-        Finding(
-            "short_gibberish",
-            float(len(judged)),
-            1.0,
-            (start, end),
-            _excerpt(text, start, end),
-            f"a short answer of no known words ({shown})",
-        )
-    ]
 
 
 _CJK_GLUED = re.compile(
@@ -175,7 +164,7 @@ def detect_stray_cjk(text: str) -> list[Finding]:
             1.0,
             1.0,
             (start, end),
-            _excerpt(text, max(0, start - 20), end + 20),
+            excerpt(text, max(0, start - 20), end + 20),
             f"a lone CJK token {runs[0].group()!r} inside text otherwise written in Latin letters",
             severity="fail" if glued else "warn",
         )
@@ -188,3 +177,69 @@ _ABOUT_LANGUAGE = re.compile(
     r"(?i)chinese|japanese|korean|mandarin|cantonese|kanji|hanzi|hangul|kana|character|word|means"
     r"|written|pronounc|translat|symbol|unicode|emoji"
 )
+
+
+# Letters of any script but the CJK ones, in a run glued to a CJK character on either side.
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_GLUED_TO_CJK = re.compile(
+    rf"(?<=[{_CJK_CLASS}])[^\W\d_{_CJK_CLASS}]{{2,}}|[^\W\d_{_CJK_CLASS}]{{2,}}(?=[{_CJK_CLASS}])"
+)
+
+
+def detect_cjk_token_soup(text: str, *, min_fragments: int) -> list[Finding]:
+    """CJK text with fragments of other scripts glued into it that are no word ("卫驳wróci",
+    "坦essovlGENER粘"): vocabulary pieces of several languages sampled in a row. Chinese and Japanese
+    glue real terms ("使用Python编写", "GPU集群"), which are words, acronyms or capitalised names."""
+    if text.isascii() or _CJK.search(text) is None:
+        return []
+    fragments = [
+        m
+        for m in _GLUED_TO_CJK.finditer(text)
+        if not (m.group().isupper() or m.group().istitle()) and not lexicon.is_english_word(m.group())
+    ]
+    if len({m.group() for m in fragments}) < min_fragments:
+        return []
+    start, end = fragments[0].start(), fragments[-1].end()
+    shown = ", ".join(repr(m.group()[:16]) for m in fragments[:4])
+    return [
+        Finding(
+            "cjk_token_soup",
+            float(len(fragments)),
+            float(min_fragments),
+            (start, end),
+            excerpt(text, max(0, start - 10), end),
+            f"{len(fragments)} fragments of other scripts glued into CJK text that are no word ({shown})",
+        )
+    ]
+
+
+# A CJK run between an operator (or a blank after one) and a number: "= 充0", "^接收3.0.1". (After
+# ":" or a quote it may be a value written in Chinese: "title: 第3章".)
+_CJK_BEFORE_NUMBER = re.compile(rf"(?<=[=^~<>+\-*/%])[ \t]*[{_CJK_CLASS}]{{1,4}}(?=\d)")
+
+
+def detect_stray_cjk_in_code(text: str, *, min_runs: int) -> list[Finding]:
+    """Short CJK runs glued in front of numbers after code symbols ("rate_limit=一枝2.0", "order: int =
+    去打3") in a text that is otherwise Latin letters and code: tokens sampled from the wrong part of
+    the vocabulary. Chinese prose writes CJK in front of numbers too ("第3章"), but its CJK characters
+    outnumber its Latin letters."""
+    if text.isascii():
+        return []
+    runs = list(_CJK_BEFORE_NUMBER.finditer(text))
+    if len(runs) < min_runs:
+        return []
+    cjk = sum(len(m.group()) for m in _CJK.finditer(text))
+    if cjk >= len(_ASCII_LETTER.findall(text)):
+        return []  # CJK is a language of this text, not a stray
+    start, end = runs[0].start(), runs[-1].end()
+    return [
+        Finding(
+            "cjk_in_code",
+            float(len(runs)),
+            float(min_runs),
+            (start, end),
+            excerpt(text, max(0, start - 20), end + 10),
+            f"{len(runs)} CJK token(s) glued in front of numbers in code or Latin text "
+            f"({', '.join(repr(m.group().strip()) for m in runs[:4])})",
+        )
+    ]

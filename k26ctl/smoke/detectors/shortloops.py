@@ -1,4 +1,5 @@
-"""Repetition at the small scale, where the character loop finder's weight thresholds do not reach:
+"""Family `shortloops`: repetition at the small scale, where the loop finders' weight thresholds do
+not reach.
 
 - line_loop: the same line written three times in a row (blank lines between allowed);
 - short_loop: a short text that is mostly one unit repeated up to its very end ("Wait, I's... Wait,
@@ -7,7 +8,7 @@
   Seine River Seine"), and an item doubled inside a comma-separated enumeration ("beta, gamma,
   gamma, delta").
 
-Every finding names the repeated unit and its span.
+A new detector belongs here when the repeated unit is a line or a few words.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ import re
 from itertools import compress, count
 from operator import eq
 
-from k26ctl.smoke.finding import Finding
+from k26ctl.smoke.finding import Finding, excerpt
 from k26ctl.smoke.kinds import KindProfile
-from k26ctl.smoke.textstats import tandem_repeats, visible, weighted_len
-from k26ctl.smoke.wordsignals import blank_markup
+from k26ctl.smoke.markup import blank_markup
+from k26ctl.smoke.textstats import (
+    tandem_repeats,
+    visible,
+    weighted_len,
+)
 from k26ctl.smoke.wordstats import words_of
 
 # Words people double or triple on purpose ("ha ha ha", "no, no, no", "very, very").
@@ -33,20 +38,13 @@ _CHANTED = frozenset(
         "boom", "bang", "click", "beep", "woof", "meow", "quack", "cha", "rah", "ole", "olé", "bla",
     )
 )
-# fmt: on
-
-
-def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
-    piece = text[start:end]
-    return piece if len(piece) <= limit else piece[: limit - 3] + "..."
 
 
 _WORD = re.compile(r"[^\W\d_]{2,}")  # letters of words, not the "x" of "0x00"
-LINE_COPIES = 3  # one line this many times in a row (blank lines between them allowed)
 _LINE_LETTERS = 6  # ... when its words carry this many letters ("}" or "---" three times is layout)
 
 
-def detect_line_loop(text: str, profile: KindProfile) -> list[Finding]:
+def detect_line_loop(text: str, profile: KindProfile, *, copies: int) -> list[Finding]:
     """The same non-blank line three times in a row: a phrase loop that short lines hide from the
     character loop finder (" Need implement.\\n\\n Need implement.\\n\\n Need implement.")."""
     if "\n" not in text or profile.repetition_needs_open_end:
@@ -59,7 +57,7 @@ def detect_line_loop(text: str, profile: KindProfile) -> list[Finding]:
     run = 1
     for a, b in itertools.pairwise(kept):
         run = run + 1 if stripped[a] == stripped[b] else 1
-        if run < LINE_COPIES or (best is not None and run <= best[0]):
+        if run < copies or (best is not None and run <= best[0]):
             continue
         line = stripped[b]
         if sum(map(len, _WORD.findall(line))) >= _LINE_LETTERS:
@@ -68,25 +66,24 @@ def detect_line_loop(text: str, profile: KindProfile) -> list[Finding]:
             best = (run, start + lines[first].index(line), ends[b] - 1, line)
     if best is None:
         return []
-    copies, start, end, line = best
+    found, start, end, line = best
     return [
         Finding(
             "line_loop",
+            float(found),
             float(copies),
-            float(LINE_COPIES),
             (start, end),
-            _excerpt(text, start, end),
-            f"the line {line[:40]!r} is written {copies} times in a row",
+            excerpt(text, start, end),
+            f"the line {line[:40]!r} is written {found} times in a row",
         )
     ]
 
 
-SHORT_LOOP_SHARE = 0.5  # of the visible text taken by the copies of one unit
 _SHORT_LOOP_MAX = 400  # characters: longer texts are the weight-based loop finders'
 _UNIT_WEIGHT = 6
 
 
-def detect_short_loop(text: str, profile: KindProfile) -> list[Finding]:
+def detect_short_loop(text: str, profile: KindProfile, *, min_share: float) -> list[Finding]:
     """A short text that ends inside back-to-back copies of one unit, the copies making up half of
     what it shows or more ("When the\\n.\\n\\nThe first\\n\\n.\\n\\nThe first\\n\\n.")."""
     if len(text) > _SHORT_LOOP_MAX or profile.name in ("code", "table", "json", "art"):
@@ -102,14 +99,14 @@ def detect_short_loop(text: str, profile: KindProfile) -> list[Finding]:
         if sum(ch.isalpha() for ch in unit) < 3:
             continue
         share = len(visible(body[rep.start : rep.end])) / shown
-        if share >= SHORT_LOOP_SHARE:
+        if share >= min_share:
             return [
                 Finding(
                     "short_loop",
                     round(share, 3),
-                    SHORT_LOOP_SHARE,
+                    min_share,
                     (rep.start, rep.end),
-                    _excerpt(text, rep.start, rep.end),
+                    excerpt(text, rep.start, rep.end),
                     f"{unit.strip()[:40]!r} repeated {rep.copies:.1f} times up to the end "
                     f"({share:.0%} of the text)",
                 )
@@ -155,7 +152,7 @@ def _tandem_words(text: str) -> Finding | None:
                 2.5,
                 2.5,
                 (start, end),
-                _excerpt(text, start, end),
+                excerpt(text, start, end),
                 f"the words {' '.join(group)!r} are written two and a half times in a row",
             )
     return None
@@ -182,7 +179,7 @@ def _doubled_item(text: str) -> Finding | None:
                 2.0,
                 2.0,
                 (start, end),
-                _excerpt(text, match.start(), match.end()),
+                excerpt(text, match.start(), match.end()),
                 f"the item {items[i]!r} is written twice in a row in an enumeration",
             )
     return None

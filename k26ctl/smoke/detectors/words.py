@@ -1,14 +1,12 @@
-"""Word-level signs of broken decoding, for any language written with spaces.
+"""Family `words`: words that no writer produces.
 
+- gibberish: stray one- and two-letter fragments and vowel-less words in English prose;
 - non_words / word_salad: words that no word list of the text's language (nor English) has, and text
   without the function words every real sentence carries (wordfreq's lists, see lexicon.py);
 - stutter: a word or a word pair written twice in a row ("one of the of the", "are are we we");
-- script_mix: words that switch script part-way (Latin letters glued to Cyrillic or Telugu), which no
-  writing system does (Chinese, Japanese and Korean gluing Latin terms to their words is allowed);
-- tokenizer_leak: BPE markers and byte tokens in the text (Ġ, Ċ, ▁, <0x0A>) and text decoded with the
-  wrong byte encoding (mojibake, judged by ftfy).
+- short_gibberish: a short answer whose every lower-case word is in no word list.
 
-Each detector is a pure function of the text (and the kind's profile) returning `Finding`s.
+A new detector belongs here when it judges words against the word lists or their shape.
 """
 
 from __future__ import annotations
@@ -16,52 +14,110 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from itertools import compress, count
 from operator import attrgetter, eq
 
 from k26ctl.smoke import lexicon
-from k26ctl.smoke.finding import Finding
+from k26ctl.smoke.detectors.scripts import CJK_SCRIPTS
+from k26ctl.smoke.finding import Finding, excerpt
 from k26ctl.smoke.kinds import KindProfile
+from k26ctl.smoke.markup import blank_markup
 from k26ctl.smoke.wordstats import Word, words_of
 
 
-def _excerpt(text: str, start: int, end: int, limit: int = 60) -> str:
-    piece = text[start:end]
-    return piece if len(piece) <= limit else piece[: limit - 3] + "..."
+# Short English words; anything else of one or two letters in running prose is a fragment.
+def _word_set(*lines: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z]+", " ".join(lines)))
 
 
-# URLs, e-mail addresses, inline code and dotted/underscored identifiers are not prose words; they are
-# blanked (same length, so spans stay valid).
-_EMAIL = r"|\S+@\S+\.\w+"
-_MARKUP_PATTERN = (
-    r"```.*?(?:```|\Z)|https?://\S+|www\.\S+" + _EMAIL + r"|``.*?``|`[^`\n]*`|\b\w+(?:[._/]\w+)+\b"
-    r"|\[[A-Za-z_]+\d*\]|<\|?[A-Za-z_]+\d*\|?>"
+_SHORT_WORDS = _word_set(
+    "a i o am an as at be by do go he hi if in is it me my no of oh ok on or so to up us we ye ah eh",
+    "ha mr ms dr st vs id tv uk ai ad pm km cm mm kg ml ex",
 )
-_MARKUP = re.compile(_MARKUP_PATTERN, re.DOTALL)
-# The address alternative tries every non-blank position of every word and backtracks to its start:
-# without an "@" in the text it cannot match, and the same pattern without it is twice as fast.
-_MARKUP_WITHOUT_EMAIL = re.compile(_MARKUP_PATTERN.replace(_EMAIL, "", 1), re.DOTALL)
+# Abbreviations ("e.g.", "U.S.") and one-letter labels ("Q:", "A)", "B.") are not word fragments.
+# Written as: a letter, then per alternative what the original three checked around it
+# (r"\b(?:[A-Za-z]\.){2,}|\b[A-Z]\.(?=\s+[A-Z])|(?<![\w.])[A-Z][:.)](?=\s)"): a pattern that starts with a
+# character class lets the engine skip to the letters instead of trying the look-behinds everywhere,
+# and every alternative goes on with one of ".:)", so a letter followed by anything else fails at once.
+_ABBREVIATION = re.compile(
+    r"[A-Za-z](?=[.:)])(?:(?<!\w[A-Za-z])\.(?:[A-Za-z]\.)+"
+    r"|(?<=[A-Z])(?<!\w[A-Z])\.(?=\s+[A-Z])"
+    r"|(?<=[A-Z])(?<![\w.][A-Z])[:.)](?=\s))"
+)
+# Letters glued to a number ("500g", "3x", "10ml") are units, not words.
+_VOWEL = re.compile("[aeiouyAEIOUY]")
+_TRIPLED = re.compile(r"([a-z])\1\1")
+# Latin words not glued to a letter or digit before them, once written with a leading look-behind
+# (r"(?<![0-9A-Za-z])[A-Za-z]+(?:['\u2019][A-Za-z]+)?"): led by their first letter, so that the engine
+# skips to letters; the look-behind after that letter checks the character before it.
+_LATIN_WORD = re.compile(r"[A-Za-z](?<![0-9A-Za-z][A-Za-z])[A-Za-z]*(?:['\u2019][A-Za-z]+)?")
 
 
-# Every markup alternative holds one of these, or a word character, one of "._/" and another word
-# character (led by "._/" here, so the engine jumps to those characters instead of trying each position).
-_MARKUP_SIGNS = ("`", "[", "<", "://", "www.", "@")
-_DOTTED = re.compile(r"[._/](?<=\w[._/])\w")
+def detect_gibberish(text: str, profile: KindProfile) -> list[Finding]:
+    """Character-level decay in English prose: stray one- and two-letter fragments, vowel-less words and
+    letters tripled inside words. It runs only when the text is English (its function words are the
+    most frequent), so an answer in French or German is not mistaken for gibberish; words that are no
+    words in any language are `wordsignals.detect_non_words`'s."""
+    if not profile.check_gibberish:
+        return []
+    cleaned = _ABBREVIATION.sub(lambda m: " " * len(m.group()), blank_markup(text))
+    words = _LATIN_WORD.findall(cleaned)
+    if len(words) < 20:
+        return []
+    lowered = [word.lower() for word in words]
+    if lexicon.guess_language(lowered, "Latin")[0] != "en":
+        return []  # a non-English text's short words are not fragments of English words
+    # A word's lower-cased letters are also in the lower-cased text (ASCII letters change one by one),
+    # so a text without any tripled letter spares every word that search.
+    any_tripled = _TRIPLED.search(cleaned.lower()) is not None
+    odd = 0
+    first_odd = -1
+    # the same matches again, for the positions of the few words that need them (found once, and only
+    # when one does: most texts have no odd word and no short word outside the list)
+    matches: list[re.Match[str]] = []
+    for i, word in enumerate(words):
+        if len(word) <= 2:  # a stray fragment?
+            if (lowered[i] in _SHORT_WORDS or word.isupper()) and (len(word) != 1 or word in "aAI"):
+                continue  # a short English word, or an acronym
+            matches = matches or list(_LATIN_WORD.finditer(cleaned))
+            if not _stands_alone(cleaned, matches[i].start(), matches[i].end()):
+                continue
+        elif (_VOWEL.search(word) or word.isupper()) and not (any_tripled and _TRIPLED.search(lowered[i])):
+            continue  # word-shaped: a vowel (or an acronym), and no letter tripled
+        odd += 1
+        if first_odd < 0:
+            matches = matches or list(_LATIN_WORD.finditer(cleaned))
+            first_odd = matches[i].start()
+    findings: list[Finding] = []
+    start = max(first_odd, 0)
+    share = odd / len(words)
+    if odd >= 4 and share >= _FRAGMENT_SHARE:
+        findings.append(
+            Finding(
+                "gibberish",
+                round(share, 3),
+                _FRAGMENT_SHARE,
+                (start, len(text)),
+                excerpt(text, start, len(text)),
+                f"{odd} of {len(words)} words are fragments or not word-shaped",
+            )
+        )
+    return findings
 
 
-@lru_cache(maxsize=8)
-def blank_markup(text: str) -> str:
-    if not any(sign in text for sign in _MARKUP_SIGNS) and not _DOTTED.search(text):
-        return text  # nothing the markup pattern could match (the pattern tries every position)
-    pattern = _MARKUP if "@" in text else _MARKUP_WITHOUT_EMAIL
-    return pattern.sub(lambda m: " " * len(m.group()), text)
+_FRAGMENT_SHARE = 0.12
+_WORD_END = " \t\n,.;:!?-"
 
 
-def preload() -> None:
-    """Load now what the word-level detectors would load on first use (see `lexicon.preload`)."""
-    lexicon.preload()
-    from ftfy import badness  # noqa: F401  (its import builds large patterns: about 0.14 s)
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """A short word between blanks or sentence punctuation; one glued to code symbols ("-l", "x86",
+    "sl = ...('abcde')" leftovers, "\\t") is part of a command or an identifier, not a fragment."""
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    return before.isspace() and after in _WORD_END
+
+
+_UNKNOWN_SHARE = 0.3
 
 
 # ---- non-words and word salad ---------------------------------------------------------------------
@@ -126,7 +182,7 @@ def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
                     round(share, 3),
                     limit,
                     (start, end),
-                    _excerpt(text, start, end),
+                    excerpt(text, start, end),
                     f"{len(unknown)} of {len(eligible)} words are in no {lang} or English word list "
                     f"({shown})",
                 )
@@ -138,7 +194,7 @@ def detect_non_words(text: str, profile: KindProfile) -> list[Finding]:
                 round(function_share, 3),
                 SALAD_FUNCTION_SHARE,
                 (words[0].start, words[-1].end),
-                _excerpt(text, words[0].start, words[-1].end),
+                excerpt(text, words[0].start, words[-1].end),
                 f"{hits} of {len(words)} words are {lang} function words (real sentences have a third)",
             )
         )
@@ -165,7 +221,7 @@ def _salad_tail(text: str, words: list[Word], lang: str, unknown: list[Word]) ->
             round(share, 3),
             SALAD_FUNCTION_SHARE_TAIL,
             (start, len(text)),
-            _excerpt(text, start, len(text)),
+            excerpt(text, start, len(text)),
             f"the last {len(tail)} words have {share:.0%} function words and {len(odd)} non-words "
             f"({', '.join(w.text for w in odd[:3])}): the text collapses into word salad",
         )
@@ -200,10 +256,9 @@ _REDUPLICATED = frozenset(
     )
 )
 # fmt: on
-STUTTER_EVENTS = 3  # doubled words (or any doubled pair of function words) that fail a text
 
 
-def detect_stutter(text: str, profile: KindProfile) -> list[Finding]:
+def detect_stutter(text: str, profile: KindProfile, *, min_events: int) -> list[Finding]:
     """A word or a pair of words written twice in a row with only blanks between: a token emitted
     twice (streaming chunks forwarded twice, a verify step that accepts a token again). One doubled
     pair with a function word in it ("one of the of the most") or one doubled common function word
@@ -249,11 +304,15 @@ def detect_stutter(text: str, profile: KindProfile) -> list[Finding]:
         if lowered[i] == lowered[i + 1] and _only_blanks(text, words[i].end, words[i + 1].start):
             word = lowered[i]
             name = words[i].text[:1].isupper() and words[i + 1].text[:1].isupper() and word not in function
-            if word not in _REDUPLICATED and not word.isdigit() and not name:
+            # "LPOVERLAPPED lpOverlapped": a type and its variable; "root root 4096": a listing's columns
+            declared = words[i].text != words[i + 1].text and word not in function
+            columns = _NUMBER_AFTER.match(text, words[i + 1].end) is not None
+            if word not in _REDUPLICATED and not word.isdigit() and not name and not declared and not columns:
                 events.append((words[i].start, words[i + 1].end, word))
-                strong += word in function and len(word) >= 2
+                # (English's article doubled in lower case, "observing a a peaceful", is no label)
+                strong += word in function and (len(word) >= 2 or (lang == "en" and words[i].text == "a"))
             resume = i + 2
-    if not events or (strong == 0 and len(events) < STUTTER_EVENTS):
+    if not events or (strong == 0 and len(events) < min_events):
         return []
     start, end = events[0][0], events[-1][1]
     shown = ", ".join(dict.fromkeys(repr(e[2]) for e in events[:4]))
@@ -261,12 +320,15 @@ def detect_stutter(text: str, profile: KindProfile) -> list[Finding]:
         Finding(
             "stutter",
             float(len(events)),
-            float(STUTTER_EVENTS if strong == 0 else 1),
+            float(min_events if strong == 0 else 1),
             (start, end),
-            _excerpt(text, start, end),
+            excerpt(text, start, end),
             f"{len(events)} word(s) or word pair(s) written twice in a row ({shown})",
         )
     ]
+
+
+_NUMBER_AFTER = re.compile(r"[ \t]+\d")
 
 
 def _only_blanks(text: str, start: int, end: int) -> bool:
@@ -281,86 +343,39 @@ def _doubled_pair(text: str, words: Sequence[Word], lowered: list[str], i: int) 
     return all(_only_blanks(text, words[k].end, words[k + 1].start) for k in range(i, i + 3))
 
 
-# ---- script mixing -------------------------------------------------------------------------------
+_SHORT_MAX_CHARS = 160
+_GIBBERISH_MIN_LETTERS = 4
 
-MIXED_WORDS = 2  # words switching script that fail a text (one, when the text uses three scripts)
 
-
-def detect_script_mix(text: str, profile: KindProfile) -> list[Finding]:
-    """Words whose letters switch between scripts that are never written together inside a word
-    (Latin and Cyrillic, Latin and Telugu, Cyrillic and Han): vocabulary pieces of several languages
-    glued together. A single Greek letter in a Latin word is a unit or a symbol ("10μm"), not a switch."""
-    if text.isascii():
+def detect_short_gibberish(text: str, profile: KindProfile, *, max_words: int) -> list[Finding]:
+    """A short answer (six words of three letters or more at most) none of whose words of three
+    letters or more is in a word list of its script's languages, one of them a lower-case word of
+    four letters ("ersetvod", "ervi acesaces acesaces"). Shorter pieces ("D", "PP") are not judged."""
+    if not profile.check_gibberish or len(text) > _SHORT_MAX_CHARS:
         return []
-    words = words_of(blank_markup(text))
-    mixed = [w for w in words if w.mixed and min(w.run_lengths) >= 2]
-    if not mixed:
+    words = [w for w in words_of(blank_markup(text)) if len(w.text) >= 3]
+    if not words or len(words) > max_words:
         return []
-    scripts = Counter(s for w in words for s in w.scripts)
-    significant = {s for s, n in scripts.items() if n >= 2}
-    if len(mixed) < MIXED_WORDS and len(significant) < 3:
+    script = Counter(w.script for w in words).most_common(1)[0][0]
+    if script not in lexicon.CANDIDATES or script in CJK_SCRIPTS:
         return []
-    start, end = mixed[0].start, mixed[-1].end
-    shown = ", ".join(repr(w.text[:24]) for w in mixed[:3])
+    lang = lexicon.guess_language([w.text.lower() for w in words], script)[0] or "en"
+    judged = [w for w in words if w.text.islower() and len(w.text) >= _GIBBERISH_MIN_LETTERS]
+    if not judged:
+        return []
+    for w in words:
+        low = w.text.lower()
+        if lexicon.is_word(low, lang) or lexicon.in_any_common_list(low, script):
+            return []
+    start, end = words[0].start, words[-1].end
+    shown = ", ".join(dict.fromkeys(repr(w.text[:20]) for w in judged[:3]))
     return [
         Finding(
-            "script_mix",
-            float(len(mixed)),
-            float(MIXED_WORDS),
+            "short_gibberish",
+            float(len(judged)),
+            1.0,
             (start, end),
-            _excerpt(text, start, end),
-            f"{len(mixed)} word(s) switch script part-way ({shown}) across {len(significant)} scripts "
-            f"({', '.join(sorted(significant))})",
+            excerpt(text, start, end),
+            f"a short answer of no known words ({shown})",
         )
     ]
-
-
-# ---- tokenizer leaks -----------------------------------------------------------------------------
-
-# GPT-2 style byte-level BPE shows a space as Ġ (U+0120) and a newline as Ċ (U+010A); SentencePiece
-# shows a space as ▁ (U+2581). Glued to letters or digits they are a detokenizer that was skipped.
-_BPE_MARKER = re.compile(r"[\u0120\u010a\u2581](?=[^\W_])|(?<=[^\W_])[\u0120\u010a\u2581]")
-_BYTE_TOKEN = re.compile(r"<0x[0-9A-Fa-f]{2}>")
-BPE_MARKERS = 2
-# Only text with Latin-1 or Latin Extended letters can be UTF-8 decoded as Latin-1/cp1252.
-_MOJIBAKE_CANDIDATE = re.compile("[\u0080-\u024f]")
-
-
-def detect_tokenizer_leak(text: str) -> list[Finding]:
-    """BPE space/newline markers glued to words, byte tokens such as <0x0A>, and mojibake (UTF-8 bytes
-    shown as Latin-1 or as the byte-level BPE alphabet, ftfy's `badness` > 0 with `is_bad`)."""
-    findings: list[Finding] = []
-    # The look-around pattern is slow over a long text: run it only where a marker character occurs.
-    has_marker = "\u0120" in text or "\u010a" in text or "\u2581" in text
-    markers = list(_BPE_MARKER.finditer(text)) if has_marker else []
-    byte_tokens = list(_BYTE_TOKEN.finditer(text)) if "<0x" in text else []
-    if len(markers) >= BPE_MARKERS or byte_tokens:
-        hits = sorted(markers + byte_tokens, key=lambda m: m.start())
-        start, end = hits[0].start(), hits[-1].end()
-        kinds = sorted({m.group() for m in hits})[:4]
-        findings.append(
-            Finding(
-                "tokenizer_leak",
-                float(len(hits)),
-                float(BPE_MARKERS if not byte_tokens else 1),
-                (start, end),
-                _excerpt(text, start, end),
-                f"{len(hits)} tokenizer marker(s) or byte token(s) in the text ({', '.join(kinds)})",
-            )
-        )
-    if _MOJIBAKE_CANDIDATE.search(text):
-        from ftfy import badness
-
-        score = badness.badness(text)
-        if score >= 1 and badness.is_bad(text):
-            findings.append(
-                Finding(
-                    "mojibake",
-                    float(score),
-                    1.0,
-                    (0, len(text)),
-                    _excerpt(text, 0, len(text)),
-                    f"{score} sequence(s) of UTF-8 bytes shown as single characters (mojibake)",
-                )
-            )
-    return findings
