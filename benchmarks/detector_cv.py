@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from labelled import Score  # benchmarks/, this script's own folder
+from _labelled import Score  # benchmarks/, this script's own folder
 
 from k26ctl.smoke.detectors import run_detector, score_text
 from k26ctl.smoke.detectors.registry import DETECTORS, Detector

@@ -62,7 +62,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from labelled import Score  # benchmarks/, this script's own folder
+from _labelled import Score  # benchmarks/, this script's own folder
 
 from k26ctl.smoke.detectors import score_text
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# every module of benchmarks/; those named _*.py are shared by the scripts, not scripts themselves
 BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "__init__.py")
 OURS = ("k26ctl", "tests", "benchmarks")
 
@@ -64,7 +65,9 @@ def test_a_deleted_module_is_caught(tmp_path: Path) -> None:
     assert missing_imports(broken) == ["broken.py:2: tests.lab.conftest"]
 
 
-@pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "script", [p for p in BENCHMARKS if not p.name.startswith("_")], ids=lambda p: p.name
+)
 def test_every_benchmark_answers_help(
     script: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
