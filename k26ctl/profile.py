@@ -199,6 +199,9 @@ class SmokeConfig(_Model):
     timeout: float = Field(default=120.0, gt=0)
     probes: bool = True  # greedy self-consistency probes after the suite (where the server supports them)
     probe_positions: int = Field(default=32, ge=1)  # output tokens probed per temperature-0 answer
+    # lossy-by-design SGLang settings (relaxed accept thresholds, simulated accept length): "warn" names
+    # them in validate and the verdict, "strict" makes them an error (k26ctl/validate/lossless.py)
+    lossless: Literal["warn", "strict"] = "warn"
 
 
 class Profile(_Model):

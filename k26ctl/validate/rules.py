@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from k26ctl.profile import Profile
 from k26ctl.render import SECRET_FLAGS, LaunchSpec, is_secret_env_name
 from k26ctl.validate.findings import Finding
+from k26ctl.validate.lossless import lossless_levers
 from k26ctl.validate.options import SGLANG_ENTRYPOINTS, OptionTable, ParsedArgs
 
 FIX_PATCH = "triton-ddtree-verify-width"
@@ -601,3 +602,7 @@ def known_patch_names() -> set[str] | None:
         if isinstance(data, dict) and isinstance(data.get("name"), str):
             names.add(data["name"])
     return names
+
+
+# Lossy-by-design settings live in their own module (k26ctl/validate/lossless.py).
+rule(lossless_levers)
