@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from k26ctl.lossy_levers import EVERY_TEMPERATURE, SAMPLED_ONLY, levers
 from k26ctl.profile import load_profile
 from k26ctl.validate import ValidationReport, validate_profile
-from k26ctl.validate.lossless import EVERY_TEMPERATURE, SAMPLED_ONLY, levers
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 
