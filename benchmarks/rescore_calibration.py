@@ -97,6 +97,12 @@ def table(title: str, results: dict[str, list[dict[str, Any]]], want: str) -> No
         )
 
 
+def _save(path: Path | None, record: dict[str, Any]) -> None:
+    """Written after every run, so a long calibration keeps what it measured if it is stopped."""
+    if path is not None:
+        path.write_text(json.dumps(record, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -121,14 +127,16 @@ def main(argv: list[str] | None = None) -> int:
             for seed in range(args.runs):
                 rows.append(one_run(profile, patched, [], {}, t, 1000 + seed))
                 print(f"  healthy {profile} seed {1000 + seed}: {json.dumps(rows[-1])}", flush=True)
-            record["healthy"][profile] = rows
+                record["healthy"][profile] = rows
+                _save(args.json, record)
     if args.only in (None, "broken"):
         for label, (profile, overrides, env) in BROKEN.items():
             rows = []
             for seed in range(args.broken_runs):
                 rows.append(one_run(profile, False, overrides, env, t, 2000 + seed))
                 print(f"  broken {label} seed {2000 + seed}: {json.dumps(rows[-1])}", flush=True)
-            record["broken"][label] = rows
+                record["broken"][label] = rows
+                _save(args.json, record)
     if args.only in (None, "relaxed"):
         for value in args.relaxed:
             flags = [
@@ -139,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             for seed in range(args.relaxed_runs):
                 rows.append(one_run("ddtree-b7", False, flags, {}, t, 3000 + seed))
                 print(f"  relaxed {value} seed {3000 + seed}: {json.dumps(rows[-1])}", flush=True)
-            record["relaxed"][f"thresholds {value:g}"] = rows
-    if args.json:
-        args.json.write_text(json.dumps(record, indent=1))
+                record["relaxed"][f"thresholds {value:g}"] = rows
+                _save(args.json, record)
+    _save(args.json, record)
     summarise(record)
     return 0
 
