@@ -31,7 +31,9 @@ from k26ctl.smoke.suite import Suite
 
 DEFAULT_PROMPTS = 3
 DEFAULT_MAX_TOKENS = 64
-DEFAULT_PROBE_POSITIONS = 32
+# every token of a capped canary answer: a fault that derails an answer only past its first 32 tokens
+# (ddtree-b7-subtle's bread answer at token 32, benchmarks/README.md) is still seen
+DEFAULT_PROBE_POSITIONS = DEFAULT_MAX_TOKENS
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,25 @@ def slice_count(pool: Suite, prompts: int) -> int:
     return max(1, math.ceil(len(pool.prompts) / max(2, prompts)))
 
 
-def canary_slice(pool: Suite, prompts: int, index: int) -> Suite:
-    """Slice `index` (modulo the slice count) of the pool: `prompts` prompts (at least 2), the last
-    slice wrapping around to the first ones so every slice costs the same."""
-    size = min(max(2, prompts), len(pool.prompts))
-    start = (index % slice_count(pool, prompts)) * size
+def slice_size(pool: Suite, prompts: int) -> int:
+    return min(max(2, prompts), len(pool.prompts))
+
+
+def cycle_period(pool: Suite, prompts: int) -> int:
+    """Steps until every prompt was asked at every place of its batch: slices x slice size."""
+    return slice_count(pool, prompts) * slice_size(pool, prompts)
+
+
+def canary_slice(pool: Suite, prompts: int, step: int) -> Suite:
+    """The prompts of step `step`: slice `step` modulo the slice count, `prompts` prompts (at least 2;
+    the last slice wraps around to the first ones, so every slice costs the same), sent in an order
+    rotated once per pass over the pool. A fault of one place in a batch (the second request of
+    ddtree-b7-subtle) thus meets every prompt within `cycle_period` steps."""
+    count, size = slice_count(pool, prompts), slice_size(pool, prompts)
+    start = (step % count) * size
     chosen = [pool.prompts[(start + i) % len(pool.prompts)] for i in range(size)]
+    turn = (step // count) % size
+    chosen = chosen[turn:] + chosen[:turn]
     return pool.model_copy(update={"prompts": chosen})
 
 

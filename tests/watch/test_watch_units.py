@@ -15,7 +15,7 @@ from k26ctl.smoke.detectors import Finding
 from k26ctl.smoke.probes import AnswerProbes, Mismatch, ProbeReport
 from k26ctl.smoke.report import RequestResult, SmokeReport
 from k26ctl.smoke.suite import load_suite
-from k26ctl.watch.canary import CycleResult, canary_slice, canary_suite, slice_count
+from k26ctl.watch.canary import CycleResult, canary_slice, canary_suite, cycle_period, slice_count
 from k26ctl.watch.load import Load, flush_refusal, parse_load
 from k26ctl.watch.machine import UNKNOWN, StateMachine
 from k26ctl.watch.metrics import Identity, WatchMetrics
@@ -81,7 +81,16 @@ def test_slices_cover_the_pool_at_a_fixed_size_and_repeat() -> None:
     slices = [[p.id for p in canary_slice(pool, 3, i).prompts] for i in range(count)]
     assert all(len(ids) == 3 for ids in slices)
     assert {pid for ids in slices for pid in ids} == {p.id for p in pool.prompts}
-    assert [p.id for p in canary_slice(pool, 3, count + 1).prompts] == slices[1]
+    # the next pass asks the same slices in a rotated order: every prompt meets every batch place
+    again = [p.id for p in canary_slice(pool, 3, count + 1).prompts]
+    assert sorted(again) == sorted(slices[1]) and again == slices[1][1:] + slices[1][:1]
+    assert cycle_period(pool, 3) == 9
+    places = {
+        (p.id, i)
+        for step in range(cycle_period(pool, 3))
+        for i, p in enumerate(canary_slice(pool, 3, step).prompts)
+    }
+    assert {(pid, i) for pid in slices[0] for i in range(3)} <= places
 
 
 def test_the_slice_cursor_survives_runs_and_each_slice_has_its_baseline(tmp_path: Path) -> None:
