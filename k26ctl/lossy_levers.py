@@ -22,8 +22,12 @@ class Lever:
     temperatures: str  # "every temperature above 0" | "every temperature, 0 included"
     releases: str  # where it was read: the option tables or the release sources
 
+    @property
+    def setting(self) -> str:
+        return f"{self.name} {self.value:g}"
+
     def describe(self) -> str:
-        return f"{self.name} {self.value:g}: not lossless at {self.temperatures}"
+        return f"{self.setting}: not lossless at {self.temperatures}"
 
 
 THRESHOLDS = {

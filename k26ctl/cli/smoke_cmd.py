@@ -57,6 +57,11 @@ def smoke(
     probe_positions: int | None = typer.Option(
         None, "--probe-positions", min=1, help="Output tokens probed per answer (default 32)."
     ),
+    lossless_strict: bool = typer.Option(
+        False,
+        "--lossless-strict",
+        help="Fail when the server runs lossy-by-design settings (profile: smoke.lossless: strict).",
+    ),
 ) -> None:
     """Run the coherence suite against a live SGLang server."""
     from k26ctl.errors import UnreachableError, UsageError
@@ -87,6 +92,7 @@ def smoke(
             probe_positions,
             quiet=as_json,
             accept_new_host_key=accept_new_host_key,
+            lossless_strict=lossless_strict,
         )
     except UnreachableError as exc:
         if junit is not None:  # CI still gets a report saying why nothing ran
@@ -165,6 +171,7 @@ def _run(
     probe_positions: int | None,
     quiet: bool,
     accept_new_host_key: bool = False,
+    lossless_strict: bool = False,
 ) -> SmokeReport:
     from k26ctl.cli.common import stderr_console
     from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
@@ -187,6 +194,7 @@ def _run(
         "expectations": False if no_expect else None,
         "probes": False if no_probes else None,
         "probe_positions": probe_positions,
+        "lossless_strict": True if lossless_strict else None,
         "on_result": progress,
     }
     if url is not None:

@@ -175,7 +175,7 @@ class SmokeReport:
                 )
             )
         if self.lossy_levers:
-            parts.append(f"lossy={';'.join(self.lossy_levers)}")
+            parts.append(f"lossy=[{', '.join(self.lossy_levers)}]")
         if self.baseline is not None:
             parts.append(f"baseline_exact={self.baseline.exact_match_rate:.0%}")
         failing = sorted(

@@ -548,7 +548,7 @@ def run_smoke(
     if rescoring is not None:
         report.suite_findings += _rescoring_findings(rescoring, results)
     served = lossy_levers(_server_args(info_after or info_before), options.unit_environment)
-    report.lossy_levers = [lever.describe() for lever in served]
+    report.lossy_levers = [lever.setting for lever in served]
     report.suite_findings += _lossy_findings(served, options.lossless_strict, options.unit_environment)
     report.requests_sent = client.requests_sent
     report.accept_rule = rule

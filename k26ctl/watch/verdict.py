@@ -107,7 +107,10 @@ def judge(cycle: CycleResult, rules: JudgeRules | None = None) -> Verdict:
             verdict.state = DEGRADED
         verdict.reasons.append(f"slowest canary request {max(timed):.1f} s (limit {rules.max_latency:g} s)")
     if report.lossy_levers:  # named in every verdict, whatever the state: the answers cannot be lossless
-        verdict.reasons.append("server runs lossy-by-design settings: " + "; ".join(report.lossy_levers))
+        verdict.reasons.append(
+            "server runs lossy-by-design settings (not lossless when sampling): "
+            + ", ".join(report.lossy_levers)
+        )
     verdict.evidence = _evidence(cycle, wrong)
     return verdict
 

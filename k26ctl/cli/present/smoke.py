@@ -61,6 +61,10 @@ def render_table(report: SmokeReport) -> Any:
         p = report.probes
         style = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(p.verdict, "bold red")
         lines.append(Text(clean(p.summary(), limit=2000), style=style))
+    if report.rescoring is not None:
+        r = report.rescoring
+        style = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(r.verdict, "bold red")
+        lines.append(Text(clean(r.summary(), limit=2000), style=style))
     if report.server_accept_after is not None:
         lines.append(
             Text(
