@@ -8,8 +8,9 @@ speculative verify step touches. So after a sampled answer, one prefill of `prom
 `return_logprob` and `logprob_start_len = len(prompt) - 1` gives the target's log-probability of every
 answer token (raw: SGLang's input log-probabilities are the plain log-softmax, logits_processor.py
 `process_input_logprobs`), and `top_logprobs_num` K gives the K best per position, from which p_T
-follows: log p_T(x) = l(x) / T - logsumexp(l / T) over the K best and x (a lower bound on the sum,
-tight at T < 1, where the tail shrinks).
+follows: log p_T(x) = l(x) / T - logsumexp(l / T). The sum over the K best and x is a lower bound; the
+unseen tokens' share at T is bounded from the raw tail mass (`_tail_bound`), so every log p_T is known
+within an interval, and each test below takes the side of that interval that favours the server.
 
 Three pieces of evidence, per answer and for the whole run:
 
@@ -52,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-TOP_K = 20  # best log-probabilities asked per rescored position
+TOP_K = 40  # best log-probabilities asked per rescored position
 FLUSH_TIMEOUT_S = 10.0
 
 
@@ -136,6 +137,29 @@ def poisson_tail(n: int, lam: float) -> float:
     return min(1.0, total)
 
 
+# for temperatures of 1 or more the tail bound needs the vocabulary's size: this covers every model
+# k26ctl serves (Kimi K2 163,840 tokens; Qwen3 151,936; Llama 3 128,256)
+MAX_VOCAB = 262_144
+
+
+def _tail_bound(known: dict[int, float], t: float, log_z: float) -> float:
+    """An upper bound on the share, at temperature t, of the tokens outside `known` (raw log-probs).
+
+    Their raw mass is m = 1 - sum(known); each has raw probability at most q = the smallest known. At
+    t < 1 their scaled weight sum(p^(1/t)) is at most m q^(1/t - 1); at t >= 1 (p^(1/t) concave) at most
+    m^(1/t) n^(1 - 1/t) for n <= MAX_VOCAB tokens. Divided by the known tokens' own sum Z (itself a lower
+    bound on the whole sum), that bounds their share."""
+    mass = max(0.0, 1.0 - sum(math.exp(v) for v in known.values()))
+    if mass <= 0.0:
+        return 0.0
+    if t < 1.0:
+        smallest = min(known.values())
+        log_weight = math.log(mass) + (1.0 / t - 1.0) * smallest
+    else:
+        log_weight = math.log(mass) / t + (1.0 - 1.0 / t) * math.log(MAX_VOCAB)
+    return min(1.0, math.exp(log_weight - log_z))
+
+
 def _logsumexp(values: Sequence[float]) -> float:
     top = max(values)
     return top + math.log(sum(math.exp(v - top) for v in values))
@@ -158,29 +182,33 @@ def score_answer(
         if raw is None or not top or k >= len(answer.output_ids):
             continue
         token = answer.output_ids[k]
-        scaled = {i: v / t for v, i in top}
-        scaled.setdefault(token, raw / t)
-        lse = _logsumexp(list(scaled.values()))
-        logp = {i: v - lse for i, v in scaled.items()}
+        known = dict((i, v) for v, i in top)
+        known.setdefault(token, raw)
+        lse = _logsumexp([v / t for v in known.values()])  # log Z over the known tokens
+        tail = _tail_bound(known, t, lse)  # the most the unseen tokens can weigh at temperature T
+        logp = {i: v / t - lse for i, v in known.items()}  # an upper bound on each log p_T
+        lower = math.log1p(-tail) if tail < 1.0 else -math.inf  # log p_T lies in [logp + lower, logp]
         mine = logp[token]
         out.tokens += 1
         if answer.decode_logprobs is not None and k < len(answer.decode_logprobs):
             decoded = answer.decode_logprobs[k]
-            if decoded is not None:
-                diff = abs(decoded - mine)
+            if decoded is not None:  # the distance from the decode value to the rescored interval
+                diff = max(0.0, decoded - mine, (mine + lower) - decoded)
                 out.max_diff = max(out.max_diff, diff)
                 out.diff_tokens += diff > rule.max_token_diff
-        # very unlikely tokens, against the most a correct sampler would draw of them here
-        known = sum(math.exp(v) for v in logp.values())
-        tail = max(0.0, 1.0 - known)
-        out.low_expected += tail + sum(math.exp(v) for v in logp.values() if v < log_eps)
+        # very unlikely tokens (surely: even the upper bound is under epsilon), against the most a
+        # correct sampler would draw of them here (every known token that may be under epsilon, at its
+        # upper bound, and the whole tail)
+        out.low_expected += tail + sum(math.exp(v) for v in logp.values() if v + lower < log_eps)
         if mine < log_eps:
             out.low_tokens += 1
             out.first_low = k if out.first_low is None else out.first_low
-        # clipped surprise: the tail is counted at the floor, which can only raise the expectation
+        # clipped surprise over the known tokens renormalised to 1 - tail; the tail at the floor, which
+        # can only raise the expectation (S is biased low by at most tail x |floor|: the slack)
+        weights = {i: math.exp(v) * (1.0 - tail) for i, v in logp.items()}
         clipped = {i: max(v, rule.floor) for i, v in logp.items()}
-        mean = sum(math.exp(logp[i]) * c for i, c in clipped.items()) + tail * rule.floor
-        second = sum(math.exp(logp[i]) * c * c for i, c in clipped.items()) + tail * rule.floor**2
+        mean = sum(weights[i] * c for i, c in clipped.items()) + tail * rule.floor
+        second = sum(weights[i] * c * c for i, c in clipped.items()) + tail * rule.floor**2
         out.surprise += clipped[token] - mean
         out.variance += max(0.0, second - mean * mean)
         out.slack += tail * bound

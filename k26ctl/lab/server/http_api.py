@@ -219,14 +219,15 @@ def _logprob_start_len(body: dict[str, Any]) -> int:
 
 def _logprob_fields(gen: GenRequest) -> dict[str, Any]:
     """SGLang 0.5.15's shape (tokenizer_manager.py): (logprob, token id, text or None) triples; with the
-    default logprob_start_len -1 the input side holds only the last prompt token, with no logprob; with
-    logprob_start_len s it holds the prompt's tokens from s on, the first without a logprob
+    default logprob_start_len -1 the input side is empty (checked against the real 0.5.15 server,
+    tests/lab_real/test_stand_in_differential.py); with logprob_start_len s it holds the prompt's
+    tokens from s on, the first without a logprob
     (scheduler_components/logprob_result_processor.py: `[None] + input_token_logprobs[:-1]`)."""
     req = gen.req
     if req is not None and req.input_token_logprobs:
         inputs = [[v, i, None] for v, i in req.input_token_logprobs]
     else:
-        inputs = [[None, gen.input_ids[-1], None]]
+        inputs = []
     fields: dict[str, Any] = {
         "input_token_logprobs": inputs,
         "output_token_logprobs": [[v, i, None] for v, i in (req.output_token_logprobs if req else [])],
@@ -238,7 +239,7 @@ def _logprob_fields(gen: GenRequest) -> dict[str, Any]:
                 None if top is None else [[v, i, None] for v, i in top] for top in req.input_top_logprobs
             ]
         else:
-            fields["input_top_logprobs"] = [None]
+            fields["input_top_logprobs"] = []
         fields["output_top_logprobs"] = [
             [[v, i, None] for v, i in top] for top in (req.output_top_logprobs if req else [])
         ]
