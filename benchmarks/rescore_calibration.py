@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke  # noqa: E402
+from k26ctl.smoke.rescoring import RescoreRule  # noqa: E402
 from tests.support.lab_server import lab_server  # noqa: E402
 
 HEALTHY = [("none", False), ("ddtree-b7", False), ("ddtree-b16-patched", True)]
@@ -68,18 +69,22 @@ def one_run(
     }
 
 
-def evidence(row: dict[str, Any]) -> str:
+RULE = RescoreRule()
+
+
+def evidence(row: dict[str, Any], rule: RescoreRule) -> list[str]:
+    """What fails the run under `rule`, from its recorded figures (so a rule can be re-judged offline)."""
     parts = []
     if row["diff_failures"]:
         parts.append("decode/rescore")
-    if row["low_tail"] < 1e-4:
+    if row["low_tail"] < rule.alpha:
         parts.append("unlikely tokens")
-    if row["min_answer_z"] < -4.5 or row["surprise_z"] < -4.0:
+    if row["min_answer_z"] < rule.z_answer or row["surprise_z"] < rule.z_run:
         parts.append("surprise")
-    return ", ".join(parts) or "-"
+    return parts
 
 
-def table(title: str, results: dict[str, list[dict[str, Any]]], want: str) -> None:
+def table(title: str, results: dict[str, list[dict[str, Any]]], want: str, rule: RescoreRule) -> None:
     print(f"\n## {title}")
     print(
         f"| configuration | runs {want} | unlikely tokens/run (max) | expected (mean) | run z (min) "
@@ -87,13 +92,13 @@ def table(title: str, results: dict[str, list[dict[str, Any]]], want: str) -> No
     )
     print("|---|---|---|---|---|---|---|---|")
     for label, rows in results.items():
-        hit = sum((r["rescoring"] == "fail") == (want == "failed") for r in rows)
+        hit = sum(bool(evidence(r, rule)) == (want == "failed") for r in rows)
         print(
             f"| {label} | {hit}/{len(rows)} | {max(r['low_tokens'] for r in rows)} | "
             f"{statistics.mean(r['low_expected'] for r in rows):.3f} | "
             f"{min(r['surprise_z'] for r in rows):.1f} | {min(r['min_answer_z'] for r in rows):.1f} | "
             f"{max(r['max_diff'] for r in rows):.3f} | "
-            f"{'; '.join(sorted({evidence(r) for r in rows}))} |"
+            f"{'; '.join(sorted({', '.join(evidence(r, rule)) or '-' for r in rows}))} |"
         )
 
 
@@ -114,10 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--relaxed-runs", type=int, default=3)
     parser.add_argument("--only", choices=["healthy", "broken", "relaxed"], default=None)
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--summarise", type=Path, default=None, metavar="FILE")
+    parser.add_argument("--summarise", type=Path, default=None, metavar="FILE", help="Only print the tables.")
+    parser.add_argument(
+        "--z-answer", type=float, default=RULE.z_answer, help="Re-judge --summarise with this."
+    )
+    parser.add_argument("--z-run", type=float, default=RULE.z_run, help="Re-judge --summarise with this.")
     args = parser.parse_args(argv)
     if args.summarise is not None:
-        summarise(json.loads(args.summarise.read_text()))
+        rule = RescoreRule(z_answer=args.z_answer, z_run=args.z_run)
+        summarise(json.loads(args.summarise.read_text()), rule)
         return 0
     t = args.temperature
     record: dict[str, Any] = {"temperature": t, "healthy": {}, "broken": {}, "relaxed": {}}
@@ -154,17 +164,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def summarise(record: dict[str, Any]) -> None:
+def summarise(record: dict[str, Any], rule: RescoreRule = RULE) -> None:
     t = record["temperature"]
+    print(f"\n# Verdicts under the rule: {rule.describe()}")
     if record["healthy"]:
-        table(f"Healthy lab servers, temperature {t:g}", record["healthy"], "passed")
+        table(f"Healthy lab servers, temperature {t:g}", record["healthy"], "passed", rule)
     if record["broken"]:
-        table(f"Lab faults, temperature {t:g}", record["broken"], "failed")
+        table(f"Lab faults, temperature {t:g}", record["broken"], "failed", rule)
     if record["relaxed"]:
         table(
             f"ddtree-b7 with relaxed accept thresholds (single = acc), temperature {t:g}",
             record["relaxed"],
             "failed",
+            rule,
         )
     rows = [r for group in record.values() if isinstance(group, dict) for rs in group.values() for r in rs]
     if rows:
