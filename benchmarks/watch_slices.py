@@ -47,7 +47,9 @@ def trial(profile: str, max_runs: int, seed: int) -> dict[str, Any]:
         ]
         for _ in range(max_runs):
             done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
-            record = next((json.loads(x) for x in reversed(done.stdout.splitlines()) if '"verdict"' in x), {})
+            record: dict[str, Any] = next(
+                (json.loads(x) for x in reversed(done.stdout.splitlines()) if '"verdict"' in x), {}
+            )
             runs.append(
                 {
                     "rc": done.returncode,

@@ -39,11 +39,13 @@ def _scaled(row: list[float]) -> list[float]:
     return [v / T - lse for v in row]
 
 
-def _answer(
-    rng: random.Random, n: int, pick: str
-) -> tuple[SampledAnswer, list[tuple[float | None, list[tuple[float, int]] | None]]]:
+Rescored = list[tuple[float | None, list[tuple[float, int]] | None]]
+
+
+def _answer(rng: random.Random, n: int, pick: str) -> tuple[SampledAnswer, Rescored]:
     rows = _raw_rows(rng, n)
-    out, decode = [], []
+    out: list[int] = []
+    decode: list[float | None] = []
     for row in rows:
         p = [math.exp(v) for v in _scaled(row)]
         if pick == "sample":
@@ -54,11 +56,13 @@ def _answer(
             token = min(range(VOCAB), key=lambda i: p[i])
         out.append(token)
         decode.append(_scaled(row)[token])
-    rescored = [(row[t], [(v, i) for i, v in enumerate(row)]) for row, t in zip(rows, out, strict=True)]
+    rescored: Rescored = [
+        (row[t], [(v, i) for i, v in enumerate(row)]) for row, t in zip(rows, out, strict=True)
+    ]
     return SampledAnswer("p", 0, T, [1, 2, 3], out, decode), rescored
 
 
-def _report(parts: list[tuple[SampledAnswer, list]]) -> RescoreReport:  # type: ignore[type-arg]
+def _report(parts: list[tuple[SampledAnswer, Rescored]]) -> RescoreReport:
     rule = RescoreRule()
     return RescoreReport(supported=True, flushed=True, answers=[score_answer(a, r, rule) for a, r in parts])
 
@@ -118,7 +122,7 @@ class _Refusing:
     def flush_cache(self, timeout: float = 0.0) -> tuple[bool, str]:
         return False, "pending requests"
 
-    def prompt_logprobs(self, ids: list[int], start: int, top: int) -> list:  # type: ignore[type-arg]
+    def prompt_logprobs(self, ids: list[int], start: int, top: int) -> Rescored:
         return [(None, None)] + [(-0.1, [(-0.1, t)]) for t in ids[start + 1 :]]
 
 
