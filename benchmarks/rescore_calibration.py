@@ -47,7 +47,10 @@ def one_run(
     base = load_suite("lab")
     suite = base.model_copy(update={"temperatures": [0.0, temperature], "seed": seed})
     with lab_server(profile, patched=patched, env=env, overrides=overrides, ready_timeout=600) as server:
-        report = run_smoke(SmokeTarget(server.url), suite, options=SmokeOptions(concurrency=2))
+        # the lab's DDTree serves log-probabilities, so it is asked (rescoring=True)
+        report = run_smoke(
+            SmokeTarget(server.url), suite, options=SmokeOptions(concurrency=2, rescoring=True)
+        )
     rescoring = report.rescoring
     assert rescoring is not None and rescoring.supported, "the lab server returns log-probabilities"
     return {

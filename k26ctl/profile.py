@@ -202,6 +202,9 @@ class SmokeConfig(_Model):
     # lossy-by-design SGLang settings (relaxed accept thresholds, simulated accept length): "warn" names
     # them in validate and the verdict, "strict" makes them an error (k26ctl/validate/lossless.py)
     lossless: Literal["warn", "strict"] = "warn"
+    # rescoring probes for sampled answers: null follows `probes` (a DDTree server is not asked for
+    # log-probabilities unless this is true), false turns them off
+    rescoring: bool | None = None
 
 
 class Profile(_Model):

@@ -57,6 +57,11 @@ def smoke(
     probe_positions: int | None = typer.Option(
         None, "--probe-positions", min=1, help="Output tokens probed per answer (default 32)."
     ),
+    rescoring: bool | None = typer.Option(
+        None,
+        "--rescoring/--no-rescoring",
+        help="Rescore sampled answers by prefill (default: with the probes; DDTree only when asked).",
+    ),
     lossless_strict: bool = typer.Option(
         False,
         "--lossless-strict",
@@ -93,6 +98,7 @@ def smoke(
             quiet=as_json,
             accept_new_host_key=accept_new_host_key,
             lossless_strict=lossless_strict,
+            rescoring=rescoring,
         )
     except UnreachableError as exc:
         if junit is not None:  # CI still gets a report saying why nothing ran
@@ -172,6 +178,7 @@ def _run(
     quiet: bool,
     accept_new_host_key: bool = False,
     lossless_strict: bool = False,
+    rescoring: bool | None = None,
 ) -> SmokeReport:
     from k26ctl.cli.common import stderr_console
     from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
@@ -195,6 +202,7 @@ def _run(
         "probes": False if no_probes else None,
         "probe_positions": probe_positions,
         "lossless_strict": True if lossless_strict else None,
+        "rescoring": rescoring,
         "on_result": progress,
     }
     if url is not None:

@@ -78,7 +78,8 @@ class SmokeOptions:
     # greedy self-consistency probes after the suite (when the server supports them)
     probes: bool = True
     probe_positions: int = DEFAULT_POSITIONS
-    # rescoring probes for sampled answers (None: with the greedy probes)
+    # rescoring probes for sampled answers. None: with the greedy probes, but not asked of a DDTree
+    # server (see DDTREE_LOGPROB_NOTE); True asks any server, False never
     rescoring: bool | None = None
     # lossy-by-design settings the server runs with fail the run instead of warning (smoke.lossless)
     lossless_strict: bool = False
@@ -485,6 +486,8 @@ def run_smoke(
         if rescore and has_sampled:
             if mode is None:
                 rescore_note = probe_note or "the server does not serve token ids"
+            elif options.rescoring is None and _algorithm(info_before) == "DDTREE":
+                rescore_note = DDTREE_LOGPROB_NOTE
             else:
                 hello = client.tokenize_chat([{"role": "user", "content": "Hello"}], None)
                 rescore_note = _logprob_refusal(client, hello)
@@ -598,6 +601,20 @@ def _token_mode(client: SGLangClient, info: dict[str, Any] | None) -> tuple[_Tok
     if not tc.output_ids:
         return None, "the server's /generate returned no output_ids"
     return _TokenMode(reasoning=bool(_server_args(info).get("reasoning_parser"))), None
+
+
+# The DDTree branch (PR #29907) refuses return_logprob inside its speculative worker, where an error
+# can stop the scheduler (docs/conformance.md, "Both 0.5.15 and the PR reject return_logprob"); a
+# release's DFlash refuses it at admission instead (0.5.15 managers/scheduler.py:2162-2168), which the
+# preflight below reads as a named reason. So a DDTree server is not asked unless the user says so.
+DDTREE_LOGPROB_NOTE = (
+    "not asked: the DDTree branch refuses return_logprob inside its worker, which can stop the "
+    "server; --rescoring (smoke.rescoring: true) asks anyway where its tree serves log-probabilities"
+)
+
+
+def _algorithm(info: dict[str, Any] | None) -> str:
+    return str(_server_args(info).get("speculative_algorithm") or "").upper()
 
 
 def _logprob_refusal(client: SGLangClient, ids: list[int]) -> str | None:

@@ -42,6 +42,7 @@ def options_from_profile(profile: Profile, **overrides: object) -> SmokeOptions:
         probes=profile.smoke.probes,
         probe_positions=profile.smoke.probe_positions,
         lossless_strict=profile.smoke.lossless == "strict",
+        rescoring=profile.smoke.rescoring,
     )
     return with_overrides(options, **overrides)
 

@@ -62,9 +62,11 @@ def render_table(report: SmokeReport) -> Any:
         style = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(p.verdict, "bold red")
         lines.append(Text(clean(p.summary(), limit=2000), style=style))
     if report.rescoring is not None:
-        r = report.rescoring
-        style = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(r.verdict, "bold red")
-        lines.append(Text(clean(r.summary(), limit=2000), style=style))
+        rescored = report.rescoring
+        colour = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(
+            rescored.verdict, "bold red"
+        )
+        lines.append(Text(clean(rescored.summary(), limit=2000), style=colour))
     if report.server_accept_after is not None:
         lines.append(
             Text(
