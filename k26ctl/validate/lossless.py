@@ -29,13 +29,21 @@ A warning by default; an error when the profile says `smoke.lossless: strict`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from k26ctl.lossy_levers import SIMULATE_ENV, THRESHOLDS, levers
+from k26ctl.profile import Profile
+from k26ctl.render import LaunchSpec
 from k26ctl.validate.findings import Finding, Level
+from k26ctl.validate.options import ParsedArgs
 
-if TYPE_CHECKING:
-    from k26ctl.validate.rules import Context
+
+class Context(Protocol):
+    """What the rule reads of rules.Context (a protocol, so this module does not import rules)."""
+
+    profile: Profile
+    launch: LaunchSpec
+    args: ParsedArgs
 
 
 def lossless_levers(ctx: Context) -> Iterator[Finding]:
