@@ -103,19 +103,19 @@ def startup_once(args: list[str], tmp: Path) -> dict[str, float]:
 
 def engine_figures(tokens: int) -> list[dict[str, Any]]:
     import torch
-    from tests.lab.conftest import patched_tree_copy
 
     from k26ctl.lab.server.drafter import NGramDrafter
     from k26ctl.lab.server.engine import Engine, SpecSettings
     from k26ctl.lab.server.tokenizer import ByteTokenizer
     from k26ctl.lab.server.tree_loader import BUNDLED_TREE, import_tree
     from k26ctl.lab.server.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model
+    from tests.support.lab_server import patched_tree
 
     torch.set_num_threads(1)
     tok = ByteTokenizer()
     model = load_model(DEFAULT_MODEL_DIR)
     drafter = NGramDrafter.load(DEFAULT_DRAFT_DIR, model.config.vocab_size)
-    patched = patched_tree_copy(Path(tempfile.mkdtemp(prefix="k26lab-bench-")))
+    patched = patched_tree(Path(tempfile.mkdtemp(prefix="k26lab-bench-")))
     ids = [tok.encode(p) for p in PROMPTS]
     rows = []
     cases = [

@@ -76,6 +76,7 @@ COMPANION_SCRIPTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("remote_lab.py", ("-n", "2", "--name", "t-bench-remote")),
     ("lab_server.py", ("--rounds", "1")),
     ("detectors.py", ()),
+    ("render_large_values.py", ()),
 )
 
 

@@ -126,8 +126,8 @@ def repeats(args: argparse.Namespace, contenders: dict[str, dict[str, Any]]) -> 
     """Deploy each contender in turn (a restart each), round after round, and measure the target
     level: readings of one configuration taken minutes apart differ by several per cent on a shared
     machine, so only readings taken side by side compare two configurations."""
-    from k26ctl.bisect.setdiff import with_assignment
-    from k26ctl.bisect.steps import HostDeployer
+    from k26ctl.search.assignment import with_assignment
+    from k26ctl.search.step import HostDeployer
     from k26ctl.sweep import api
     from k26ctl.sweep.load import LoadSpec, measure
 

@@ -140,6 +140,21 @@ def env_text(name: str) -> str:
     return encodable(os.environ.get(name, ""))[0]
 
 
+def api_key(variable: str | None) -> str | None:
+    """The server's API key from the variable `sglang.api_key_env` / `--api-key-env` names (None where
+    none is named). A named but unset or empty variable is a ConfigError: the server was started with
+    --api-key, so every call k26ctl makes without the key would be refused."""
+    if not variable:
+        return None
+    value = env_secret(variable, what="the API key", hint=f"export {variable}=... with the server's key")
+    if not value:
+        raise ConfigError(
+            f"the API key variable {variable} is not set",
+            f"export {variable}=... with the server's key, or drop sglang.api_key_env / --api-key-env",
+        )
+    return value
+
+
 def env_secret(name: str, *, what: str, hint: str) -> str | None:
     """A key for an HTTP header from variable `name`; None when unset or empty. A value an HTTP header
     cannot carry (controls, non-ASCII, undecodable bytes) is a ConfigError naming the variable."""

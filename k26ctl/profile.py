@@ -29,20 +29,13 @@ from pydantic import (
     model_validator,
 )
 
+from k26ctl.algorithms import NAMES as ALGORITHM_NAMES
 from k26ctl.errors import ConfigError
 
-
-class SpecAlgorithm(str, enum.Enum):
-    NONE = "NONE"
-    EAGLE = "EAGLE"
-    EAGLE3 = "EAGLE3"
-    NEXTN = "NEXTN"
-    STANDALONE = "STANDALONE"
-    NGRAM = "NGRAM"
-    DFLASH = "DFLASH"
-    DSPARK = "DSPARK"
-    UNO = "UNO"
-    DDTREE = "DDTREE"
+# One member per row of the algorithm catalogue (k26ctl/algorithms.py); a profile names one of them.
+SpecAlgorithm = enum.Enum(  # type: ignore[misc]  # members come from the catalogue, not literals
+    "SpecAlgorithm", [(name, name) for name in ALGORITHM_NAMES], type=str, module=__name__
+)
 
 
 def _reject_control_chars(value: str, where: str = "value") -> str:
@@ -133,7 +126,7 @@ class DDTreeConfig(_Model):
 
 
 class SpecConfig(_Model):
-    algorithm: SpecAlgorithm = SpecAlgorithm.NONE
+    algorithm: SpecAlgorithm = SpecAlgorithm("NONE")
     draft_model_path: str | None = None
     block_size: int | None = None
     num_steps: int | None = None
@@ -205,6 +198,25 @@ class SmokeConfig(_Model):
     # rescoring probes for sampled answers: null follows `probes` (a DDTree server is not asked for
     # log-probabilities unless this is true), false turns them off
     rescoring: bool | None = None
+    # Below this share of the configuration's accept-length baseline a deploy fails (below 95 % it warns)
+    accept_fail_ratio: float | None = Field(default=None, gt=0, le=1)
+
+
+class RestartConfig(_Model):
+    """What keeps a restart short: kernel caches that survive it, and weights read before the stop."""
+
+    # Triton, Inductor, DeepGEMM and SGLang's own caches in a directory that outlives the process:
+    # systemd's CacheDirectory=<service name> (/var/cache/<name>) unless jit_cache_dir names one
+    jit_cache: bool = True
+    jit_cache_dir: str | None = Field(default=None, pattern=r"^/[^\s]*$")
+    # Read the next start's weight files into the page cache while the old server still serves:
+    # auto (when less than 90 % of them is resident), always, never
+    readahead: Literal["auto", "always", "never"] = "auto"
+    readahead_rate_mb_s: float = Field(default=1000.0, gt=0)  # an I/O budget the old server can live with
+    readahead_max_seconds: float = Field(default=1800.0, gt=0)
+    # The release's own loading flags (their names differ per release; validate checks them)
+    loader_prefetch_checkpoints: bool | None = None  # --weight-loader-prefetch-checkpoints
+    loader_threads: int | None = Field(default=None, ge=1, le=256)  # --model-loader-extra-config
 
 
 class Profile(_Model):
@@ -217,6 +229,7 @@ class Profile(_Model):
     patches: list[str] = Field(default_factory=list)
     readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
     smoke: SmokeConfig = Field(default_factory=SmokeConfig)
+    restart: RestartConfig = Field(default_factory=RestartConfig)
 
     @property
     def served_name(self) -> str:

@@ -11,11 +11,14 @@ secret itself never appears in the unit or in k26ctl's output.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from k26ctl.algorithms import BY_NAME, DDTREE_BUDGET, DRAFT_TOKENS
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError
 from k26ctl.profile import Profile, SpecAlgorithm
 from k26ctl.unitfile import (
@@ -33,13 +36,10 @@ UNIT_TEMPLATE = "sglang.service.j2"
 # Flags whose value is a secret when written literally (extra_args); their values are redacted.
 SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})
 _SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASS|PWD|CREDENTIAL|AUTH|COOKIE|PRIVATE)", re.IGNORECASE)
-# user:password@ (or token@) in a URL anywhere in a value: https://user:hunter2@host/..., redis://:pw@h
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+# The characters of a URL scheme (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.@-]+$")
 _USER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\$?$|^[0-9]+$")
-
-# Algorithms whose block size SGLang takes from --speculative-dflash-block-size.
-BLOCK_ALGORITHMS = frozenset({SpecAlgorithm.DFLASH, SpecAlgorithm.DDTREE})
 
 
 @dataclass
@@ -133,13 +133,33 @@ def redact_argv(argv: Iterable[str], env_refs: Mapping[int, str] | None = None) 
 
 
 def redact_url_credentials(value: str) -> str:
-    """`https://user:pw@host` -> `https://user:***@host`; a bare `token@` becomes `***@`."""
+    """`https://user:pw@host` -> `https://user:***@host`; a bare `token@` becomes `***@`.
 
-    def hide(match: re.Match[str]) -> str:
-        user, sep, _secret = match.group("userinfo").partition(":")
-        return f"{match.group('scheme')}{user}:{REDACTED}@" if sep else f"{match.group('scheme')}{REDACTED}@"
-
-    return _URL_CREDENTIALS.sub(hide, value)
+    A URL with credentials is scheme `://` userinfo `@`, anywhere in a value. Found by scanning from
+    each `://` (back over the scheme, forward over the userinfo), so the time is linear in the value's
+    length: a regular expression tried at every start backtracks over a long run of letters, and a
+    120 KB environment value took `k26ctl render` 22 s."""
+    out: list[str] = []
+    done = 0  # value[:done] is in `out` already
+    at = value.find("://")
+    while at != -1:
+        start = at
+        while start > done and value[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        while start < at and not value[start].isalpha():
+            start += 1  # a scheme starts with a letter (the run is ASCII: isalpha is A-Z, a-z)
+        end = at + 3
+        while end < len(value) and value[end] not in "/@" and not value[end].isspace():
+            end += 1
+        if start < at and end > at + 3 and end < len(value) and value[end] == "@":
+            user, sep, _secret = value[at + 3 : end].partition(":")
+            out.append(value[done:start] + value[start : at + 3])
+            out.append(f"{user}:{REDACTED}@" if sep else f"{REDACTED}@")
+            done = end + 1
+            at = value.find("://", done)
+        else:
+            at = value.find("://", at + 1)
+    return "".join(out) + value[done:]
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -164,11 +184,8 @@ def _fmt(value: Any) -> str:
 
 
 def block_size_flag(algorithm: SpecAlgorithm) -> str:
-    return (
-        "--speculative-dflash-block-size"
-        if algorithm in BLOCK_ALGORITHMS
-        else "--speculative-num-draft-tokens"
-    )
+    """The flag `spec.block_size` renders as for this algorithm (the catalogue's row says)."""
+    return BY_NAME[algorithm.value].block_flag or DRAFT_TOKENS
 
 
 def render_launch(profile: Profile) -> LaunchSpec:
@@ -216,15 +233,16 @@ def render_launch(profile: Profile) -> LaunchSpec:
     if profile.service.cuda_home:
         env["CUDA_HOME"] = profile.service.cuda_home
 
-    if spec.algorithm != SpecAlgorithm.NONE:
-        opt("--speculative-algorithm", spec.algorithm.value)
+    row = BY_NAME[spec.algorithm.value]
+    if row.speculative:
+        opt("--speculative-algorithm", row.name)
         opt("--speculative-draft-model-path", spec.draft_model_path)
         opt(block_size_flag(spec.algorithm), spec.block_size)
         opt("--speculative-num-steps", spec.num_steps)
         opt("--speculative-eagle-topk", spec.eagle_topk)
         opt("--speculative-draft-attention-backend", spec.draft_attention_backend)
-        if spec.algorithm == SpecAlgorithm.DDTREE:
-            opt("--speculative-ddtree-budget", spec.ddtree.budget)
+        if DDTREE_BUDGET in row.reads:
+            opt(DDTREE_BUDGET, spec.ddtree.budget)
             if spec.ddtree.max_topk is not None:
                 env["SGLANG_DDTREE_MAX_TOPK"] = _fmt(spec.ddtree.max_topk)
             if spec.ddtree.depth_bonus is not None:
@@ -235,6 +253,12 @@ def render_launch(profile: Profile) -> LaunchSpec:
         env_refs[len(argv)] = check_env_name(sg.api_key_env, "sglang.api_key_env")
         argv.append(str(EnvRef(sg.api_key_env)))
 
+    restart = profile.restart
+    switch("--weight-loader-prefetch-checkpoints", bool(restart.loader_prefetch_checkpoints))
+    if restart.loader_threads is not None:
+        extra = {"enable_multithread_load": True, "num_threads": restart.loader_threads}
+        opt("--model-loader-extra-config", json.dumps(extra, separators=(",", ":")))
+    env.update(jit_cache_env(profile))
     argv.extend(sg.extra_args)
     for name, value in profile.service.environment.items():
         env[check_env_name(name, "service.environment")] = value
@@ -244,6 +268,41 @@ def render_launch(profile: Profile) -> LaunchSpec:
     for name, value in env.items():
         check_text(value, f"environment {name}")
     return LaunchSpec(argv=argv, env=env, env_refs=env_refs)
+
+
+# The variables that place each JIT cache (their defaults, under HOME or /tmp, are what a hardened
+# unit loses): Triton's TRITON_CACHE_DIR (triton/knobs.py), Inductor's TORCHINDUCTOR_CACHE_DIR
+# (torch/_inductor/runtime/cache_dir_utils.py), SGLang's SGLANG_DG_CACHE_DIR for DeepGEMM and
+# SGLANG_CACHE_DIR (0.5.15 environ.py:956 and deep_gemm_wrapper/compile_utils.py:38; 0.5.23
+# environ.py:1373,1383).
+JIT_CACHE_VARS = {
+    "TRITON_CACHE_DIR": "triton",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "SGLANG_DG_CACHE_DIR": "deep_gemm",
+    "SGLANG_CACHE_DIR": "sglang",
+}
+
+
+def jit_cache_root(profile: Profile) -> str | None:
+    """Where the unit keeps its JIT caches (None: k26ctl leaves them where the releases put them)."""
+    restart = profile.restart
+    if not restart.jit_cache:
+        return None
+    return (
+        restart.jit_cache_dir.rstrip("/") if restart.jit_cache_dir else f"/var/cache/{_cache_name(profile)}"
+    )
+
+
+def _cache_name(profile: Profile) -> str:
+    name = profile.service.name
+    return name[: -len(".service")] if name.endswith(".service") else name
+
+
+def jit_cache_env(profile: Profile) -> dict[str, str]:
+    root = jit_cache_root(profile)
+    if root is None:
+        return {}
+    return {var: f"{root}/{sub}" for var, sub in JIT_CACHE_VARS.items()}
 
 
 # ---- unit ---------------------------------------------------------------------------------------
@@ -312,6 +371,10 @@ def _unit_context(profile: Profile, spec: LaunchSpec, redact: bool) -> dict[str,
             _check_free_text(svc.syslog_identifier or svc.name, "service.syslog_identifier")
         ),
         "hardening": svc.hardening,
+        # systemd makes /var/cache/<name> for the service and keeps it across restarts
+        "cache_directory": _cache_name(profile)
+        if profile.restart.jit_cache and not profile.restart.jit_cache_dir
+        else None,
         "wanted_by": _check_unit_list(svc.wanted_by, "service.wanted_by"),
     }
 
@@ -361,12 +424,15 @@ def rendered_document(profile: Profile, fmt: str) -> str:
     unit = render_unit(profile, redact=True)
     if fmt == "unit":
         return unit
-    document = {
-        "unit_name": unit_name(profile),
-        "unit_path": unit_path(profile),
-        "argv": spec.redacted_argv(),
-        "env": spec.redacted_env(),
-        "env_refs": {str(i): name for i, name in spec.env_refs.items()},
-        "unit": unit,
-    }
+    document = tagged(
+        "render",
+        {
+            "unit_name": unit_name(profile),
+            "unit_path": unit_path(profile),
+            "argv": spec.redacted_argv(),
+            "env": spec.redacted_env(),
+            "env_refs": {str(i): name for i, name in spec.env_refs.items()},
+            "unit": unit,
+        },
+    )
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -15,14 +15,18 @@ from k26ctl.bisect.ddmin import SetSearch
 from k26ctl.bisect.engine import Reporter, SearchResult, Strategy, run_search
 from k26ctl.bisect.logfile import parse_log, render_log
 from k26ctl.bisect.numeric import NumericSearch, max_probes
-from k26ctl.bisect.plan import Change, Probe, assignment_id
-from k26ctl.bisect.restore import capture_live, restore_live
-from k26ctl.bisect.session import DEFAULT_SESSION, Session, SessionSpec, StepRecord, reset_hint
-from k26ctl.bisect.setdiff import differing_keys, with_assignment
-from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner, HostDeployer
-from k26ctl.deploy.confirm import confirm_change
+from k26ctl.bisect.plan import Change, Probe
+from k26ctl.bisect.session import Session, SessionSpec, StepRecord
+from k26ctl.bisect.setdiff import differing_keys
+from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
+from k26ctl.search.assignment import assignment_id, with_assignment
+from k26ctl.search.ops import ResetResult, confirm_restarts, reset_session
+from k26ctl.search.restore import capture_live
+from k26ctl.search.session import DEFAULT_SESSION
+from k26ctl.search.step import HostDeployer
 from k26ctl.statefile import BadStateError
 from k26ctl.termsafe import clean
 from k26ctl.validate import ensure_valid
@@ -174,36 +178,21 @@ def _runner(spec: SessionSpec, prepared: Prepared, ctx: Context) -> DeployingSte
 
 
 def _confirm(ctx: Context, question: str) -> None:
-    confirm_change(
-        ctx.confirm,
-        question,
-        yes=ctx.yes,
-        command="bisect-config",
-        no_terminal="a search restarts the service once per step and there is no terminal to confirm it",
-    )
+    confirm_restarts(_session(ctx), ctx.confirm, question, yes=ctx.yes, per="step")
 
 
 def _session(ctx: Context) -> Session:
     return Session(ctx.session, ctx.state_directory)
 
 
-def _refuse_existing(session: Session) -> None:
-    if session.exists():
-        raise UsageError(
-            f"bisect session {session.name!r} already exists ({session.spec_path})",
-            "continue it with --resume, end it with 'k26ctl bisect-config reset' (restores the deployment), "
-            "or pick another --session NAME",
-        )
-
-
 def start(spec: SessionSpec, ctx: Context) -> SearchResult:
     session = _session(ctx)
-    _refuse_existing(session)
+    session.refuse_existing()
     prepared = prepare(spec)
     ctx.note(prepared.description)
     _confirm(ctx, f"Search {prepared.description}, restarting the service on its host for each step?")
     with session.locked():
-        _refuse_existing(session)
+        session.refuse_existing()
         if spec.deploy:
             spec.original = capture_live(prepared.base, accept_new_host_key=ctx.accept_new_host_key)
         session.create(spec)
@@ -228,14 +217,14 @@ def replay(path: Path, ctx: Context) -> SearchResult:
     confirmed that exact command and directory on a terminal (`--yes` never covers it)."""
     parsed = parse_log(path)
     session = _session(ctx)
-    _refuse_existing(session)
+    session.refuse_existing()
     spec = parsed.spec
     prepared = prepare(spec)
     plan_done = _plan_done(parsed.steps, prepared)
     if spec.run and not plan_done:
         _confirm_recorded_command(ctx, spec.run, spec.cwd)
     with session.locked():
-        _refuse_existing(session)
+        session.refuse_existing()
         spec.original = None
         session.create(spec)
         for step in parsed.steps:
@@ -277,7 +266,7 @@ def log_text(ctx: Context) -> tuple[str, BadStateError | None]:
     session = _session(ctx)
     steps = session.read_steps()
     text = render_log(session.name, session.spec(), steps.items, session.outcome())
-    return text, steps.error("bisect log", reset_hint(session.name))
+    return text, steps.error(session.log_name, session.reset_hint())
 
 
 def log_json(ctx: Context) -> tuple[dict[str, Any], BadStateError | None]:
@@ -285,50 +274,32 @@ def log_json(ctx: Context) -> tuple[dict[str, Any], BadStateError | None]:
     the error for unreadable records, as `log_text`."""
     session = _session(ctx)
     steps = session.read_steps()
-    document = {
-        "session": session.name,
-        "spec": {k: v for k, v in session.spec().to_json().items() if k != "original"},
-        "steps": [s.to_json() for s in steps.items],
-        "outcome": session.outcome(),
-    }
-    return document, steps.error("bisect log", reset_hint(session.name))
-
-
-@dataclass
-class ResetResult:
-    session: str
-    restored: bool
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "restored": self.restored, "message": self.message}
+    document = tagged(
+        "bisect-log",
+        {
+            "session": session.name,
+            "spec": {k: v for k, v in session.spec().to_json().items() if k != "original"},
+            "steps": [s.to_json() for s in steps.items],
+            "outcome": session.outcome(),
+        },
+    )
+    return document, steps.error(session.log_name, session.reset_hint())
 
 
 def reset(ctx: Context, *, restore: bool = True) -> ResetResult:
     """Put back the deployment that was live before the search, then forget the session."""
     session = _session(ctx)
     spec = session.spec()
-    with session.locked():
-        message = "session removed; the host was left as it is"
-        restored = False
-        if restore and spec.deploy and spec.original is not None:
-            profile = spec.profile if spec.mode == "numeric" else spec.good_profile
-            assert profile is not None
-            base = load_profile(profile, spec.sets)
-            _confirm(ctx, "Restore the unit and patches that were live before the search, and restart?")
-            result = restore_live(
-                base,
-                spec.original,
-                on_event=ctx.on_deploy_event,
-                accept_new_host_key=ctx.accept_new_host_key,
-            )
-            if not result.ready:
-                raise K26Error(
-                    f"reset: {result.message}; the session is kept",
-                    "check the service (k26ctl status PROFILE), then run reset again",
-                )
-            restored, message = True, f"restored the deployment from before the search: {result.message}"
-        elif restore and spec.deploy:
-            message = "nothing was captured before the search (a replayed log): the host was left as it is"
-        session.remove()
-    return ResetResult(session.name, restored, message)
+    profile = spec.profile if spec.mode == "numeric" else spec.good_profile
+    assert profile is not None
+    return reset_session(
+        session,
+        spec.original if spec.deploy else None,
+        lambda: load_profile(profile, spec.sets),
+        lambda question: _confirm(ctx, question),
+        restore=restore and spec.deploy,
+        on_event=ctx.on_deploy_event,
+        accept_new_host_key=ctx.accept_new_host_key,
+        nothing_captured="nothing was captured before the search (a replayed log): the host was left as it"
+        " is",
+    )

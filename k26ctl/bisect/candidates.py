@@ -5,20 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
-
 from k26ctl.errors import UsageError
+from k26ctl.search.assignment import parse_value
 
 MAX_RANGE = 1_000_000
-
-
-def parse_value(text: str) -> Any:
-    """A value as the user wrote it, read as YAML flow (like --set): '7' -> 7, 'x' -> 'x'."""
-    text = text.strip()
-    try:
-        return yaml.safe_load(text) if text else ""
-    except yaml.YAMLError:
-        return text
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from k26ctl.bisect.numeric import NumericSearch
 from k26ctl.bisect.plan import (
-    Assignment,
     Change,
     EndCheckFailed,
     Lookup,
@@ -26,10 +25,10 @@ from k26ctl.bisect.plan import (
     Plan,
     Probe,
     SetOutcome,
-    assignment_id,
     binary_steps,
 )
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.search.assignment import Assignment, assignment_id
+from k26ctl.search.verdict import Verdict
 
 
 class _Unknown(Exception):

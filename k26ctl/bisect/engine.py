@@ -13,18 +13,12 @@ from typing import Any, Protocol
 
 from k26ctl.bisect.ddmin import SetSearch
 from k26ctl.bisect.numeric import NumericSearch, max_probes
-from k26ctl.bisect.plan import (
-    EndCheckFailed,
-    NumericOutcome,
-    Outcome,
-    Plan,
-    Probe,
-    SetOutcome,
-    assignment_id,
-)
+from k26ctl.bisect.plan import EndCheckFailed, NumericOutcome, Outcome, Plan, Probe, SetOutcome
 from k26ctl.bisect.session import Session, StepRecord
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.documents import tagged
 from k26ctl.errors import K26Error
+from k26ctl.search.assignment import assignment_id
+from k26ctl.search.verdict import Verdict
 
 
 class EndCheckError(K26Error):
@@ -40,6 +34,7 @@ class StepOutcome:
     tries: list[Verdict] = field(default_factory=list)
     detail: str = ""
     load_seconds: float | None = None  # the restart's server load time, when the deploy read it
+    phases: dict[str, Any] | None = None  # the restart's phases (deploy.phases.RestartPhases JSON)
 
 
 class StepRunner(Protocol):
@@ -95,6 +90,7 @@ class SearchResult:
                 "seconds": round(step.seconds, 2),
                 "restarted": step.restarted,
                 **({"load_seconds": round(step.load_seconds, 2)} if step.load_seconds is not None else {}),
+                **({"phases": step.phases} if step.phases else {}),
                 **({"tries": step.tries} if len(step.tries) > 1 else {}),
                 **({"replayed": True} if step.replayed else {}),
             }
@@ -107,7 +103,7 @@ class SearchResult:
         else:
             doc.update(_set_json(self.outcome))
         doc.update(steps=steps, restarts=self.restarts, seconds=round(sum(s.seconds for s in self.steps), 2))
-        return doc
+        return tagged("bisect", doc)
 
 
 def _step_value(outcome: Outcome, step: StepRecord) -> Any:
@@ -195,6 +191,7 @@ def run_search(
             tries=[v.value for v in outcome.tries],
             detail=outcome.detail,
             load_seconds=outcome.load_seconds,
+            phases=outcome.phases,
         )
         session.record_finish(record)
         steps.append(record)

@@ -19,11 +19,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from k26ctl.bisect.plan import describe
 from k26ctl.bisect.session import SessionSpec, StepRecord
 from k26ctl.bisect.shapes import SpecShape as _SpecShape
 from k26ctl.bisect.shapes import StepMarkShape as _StepShape
 from k26ctl.errors import ConfigError
+from k26ctl.search.assignment import describe
 
 SPEC_MARK = "# k26-bisect-spec "
 STEP_MARK = "# k26-bisect-step "

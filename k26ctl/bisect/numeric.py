@@ -13,16 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from k26ctl.bisect.plan import (
-    Assignment,
-    EndCheckFailed,
-    Lookup,
-    NumericOutcome,
-    Plan,
-    Probe,
-    binary_steps,
-)
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.bisect.plan import EndCheckFailed, Lookup, NumericOutcome, Plan, Probe, binary_steps
+from k26ctl.search.assignment import Assignment
+from k26ctl.search.verdict import Verdict
 
 
 def max_probes(n_candidates: int, *, verify_ends: bool = True) -> int:

@@ -6,28 +6,15 @@ resumed session only has to feed the same verdicts back to get the same next ste
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.search.assignment import Assignment, describe
+from k26ctl.search.verdict import Verdict
 
-# A configuration to test: dotted profile keys and the values to give them on top of the base profile.
-Assignment = dict[str, Any]
 Lookup = Callable[[Assignment], "Verdict | None"]
-
-
-def assignment_id(assignment: Mapping[str, Any]) -> str:
-    """A stable text identity for an assignment (the key of the verdict history)."""
-    return json.dumps(dict(sorted(assignment.items())), sort_keys=True, separators=(",", ":"), default=str)
-
-
-def describe(assignment: Mapping[str, Any]) -> str:
-    if not assignment:
-        return "(base profile, no change)"
-    return " ".join(f"{key}={json.dumps(value, default=str)}" for key, value in sorted(assignment.items()))
 
 
 @dataclass(frozen=True)

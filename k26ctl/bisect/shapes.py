@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.search.verdict import Verdict
 
 
 class SpecFields(BaseModel):
@@ -96,6 +96,7 @@ class FinishShape(BaseModel):
     detail: str = ""
     replayed: bool = False
     load_seconds: float | None = Field(default=None, ge=0)
+    phases: dict[str, Any] | None = None
 
 
 def log_record_shape(record: dict[str, Any]) -> type[BaseModel] | None:

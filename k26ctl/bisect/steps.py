@@ -1,4 +1,5 @@
-"""One bisect step: put a configuration on the host, then judge it (smoke, or the user's command).
+"""One bisect step: put a configuration on the host (k26ctl.search.step), then judge it (smoke, or
+the user's command).
 
 deploy (k26ctl.deploy, yes, smoke on) -> the service did not come up: skip (or bad)
                                       -> smoke failed: bad; smoke passed: good
@@ -24,51 +25,14 @@ import yaml
 
 from k26ctl.bisect.engine import StepOutcome
 from k26ctl.bisect.plan import Probe
-from k26ctl.bisect.setdiff import with_assignment
-from k26ctl.bisect.verdict import Verdict, combine_tries, tries_needed, verdict_from_exit_code
-from k26ctl.deploy import DeployOptions, deploy
-from k26ctl.deploy.smoke_step import run_smoke_on_host
-from k26ctl.errors import ConfigError, K26Error, UnreachableError
+from k26ctl.bisect.verdict import combine_tries, tries_needed, verdict_from_exit_code
+from k26ctl.errors import K26Error
 from k26ctl.profile import LoadedProfile
-from k26ctl.remote import connect
-from k26ctl.smoke.target import server_url
+from k26ctl.search.assignment import with_assignment
+from k26ctl.search.step import Deployer
+from k26ctl.search.verdict import Verdict
 
 Note = Callable[[str], None]
-
-
-@dataclass
-class Deployed:
-    """What the deploy of one step left behind."""
-
-    up: bool  # the service came up and answers its readiness probes
-    restarted: bool
-    detail: str
-    smoke_verdict: Verdict | None = None  # the deploy's own smoke run, when it made one
-    refused: bool = False  # not deployed at all (the profile with this value is invalid)
-    loaded: LoadedProfile | None = None
-    load_seconds: float | None = None  # the server's own start-to-ready time, from its journal
-
-
-def deployed_from_result(result: Any, loaded: LoadedProfile | None = None) -> Deployed:
-    """Read a k26ctl.deploy DeployResult: readiness failed = not up; smoke report = its verdict."""
-    up = result.failure != "readiness"
-    smoke_verdict: Verdict | None = None
-    if result.smoke is not None:
-        smoke_verdict = Verdict.GOOD if result.smoke.passed else Verdict.BAD
-    detail = result.message or (result.smoke.summary() if result.smoke is not None else "deployed")
-    if not up and result.journal_lines:
-        detail += " | " + result.journal_lines[-1]
-    load = result.load_seconds if isinstance(result.load_seconds, (int, float)) else None
-    return Deployed(up, bool(result.restarted), detail, smoke_verdict, loaded=loaded, load_seconds=load)
-
-
-class Deployer(Protocol):
-    def deploy(self, loaded: LoadedProfile) -> Deployed: ...
-
-    def smoke(self, loaded: LoadedProfile) -> tuple[Verdict, str]: ...
-
-    @contextlib.contextmanager
-    def server_url(self, loaded: LoadedProfile) -> Iterator[str | None]: ...
 
 
 class Judge(Protocol):
@@ -171,46 +135,6 @@ def _profile_file(loaded: LoadedProfile | None) -> Iterator[str | None]:
         yield str(path)
 
 
-# ---- deploy through k26ctl.deploy ----------------------------------------------------------------
-
-
-@dataclass
-class HostDeployer:
-    """Deploys with k26ctl.deploy (yes, smoke as asked) and reads its result."""
-
-    smoke_in_deploy: bool = True
-    on_event: Callable[[Any], None] | None = None
-    accept_new_host_key: bool = False
-
-    def deploy(self, loaded: LoadedProfile) -> Deployed:
-        options = DeployOptions(
-            yes=True, smoke=self.smoke_in_deploy, accept_new_host_key=self.accept_new_host_key
-        )
-        try:
-            result = deploy(loaded, options, self.on_event)
-        except ConfigError as exc:
-            # This value cannot be deployed at all (validation refused it): nothing to judge.
-            return Deployed(False, False, f"refused: {exc.one_line()}", refused=True, loaded=loaded)
-        return deployed_from_result(result, loaded)
-
-    def smoke(self, loaded: LoadedProfile) -> tuple[Verdict, str]:
-        """Smoke the running server again (a repeated try, or a deploy that had nothing to restart)."""
-        try:
-            with connect(loaded.profile, accept_new_host_key=self.accept_new_host_key) as host:
-                report = run_smoke_on_host(host, loaded.profile)
-        except UnreachableError as exc:
-            return Verdict.SKIP, f"smoke could not reach the server: {exc.message}"
-        return (Verdict.GOOD if report.passed else Verdict.BAD), report.summary()
-
-    @contextlib.contextmanager
-    def server_url(self, loaded: LoadedProfile) -> Iterator[str | None]:
-        with (
-            connect(loaded.profile, accept_new_host_key=self.accept_new_host_key) as host,
-            server_url(host, loaded.profile) as url,
-        ):
-            yield url
-
-
 # ---- the step ----------------------------------------------------------------------------------------
 
 
@@ -229,16 +153,17 @@ class DeployingStepRunner:
         loaded = with_assignment(self.base, probe.assignment) if self.base is not None else None
         restarted = False
         load_seconds: float | None = None
+        phases: dict[str, Any] | None = None
         first: tuple[Verdict, str] | None = None
         if self.deployer is not None:
             assert loaded is not None
             deployed = self.deployer.deploy(loaded)
-            restarted, load_seconds = deployed.restarted, deployed.load_seconds
+            restarted, load_seconds, phases = deployed.restarted, deployed.load_seconds, deployed.phases
             if not deployed.up:
                 bad = self.load_failure_is_bad and not deployed.refused
                 verdict = Verdict.BAD if bad else Verdict.SKIP
                 why = deployed.detail if deployed.refused else f"did not come up: {deployed.detail}"
-                return StepOutcome(verdict, restarted, [verdict], why, load_seconds)
+                return StepOutcome(verdict, restarted, [verdict], why, load_seconds, phases)
             if self.judge is None and deployed.smoke_verdict is not None:
                 first = (deployed.smoke_verdict, deployed.detail)
 
@@ -255,7 +180,7 @@ class DeployingStepRunner:
             if self.tries > 1:
                 self.note(f"try {len(verdicts)}/{self.tries}: {verdict.value} ({detail})")
         detail = details[-1] if details else ""
-        return StepOutcome(combine_tries(verdicts), restarted, verdicts, detail, load_seconds)
+        return StepOutcome(combine_tries(verdicts), restarted, verdicts, detail, load_seconds, phases)
 
     def _judge_once(self, probe: Probe, step: int, loaded: LoadedProfile | None) -> tuple[Verdict, str]:
         if self.judge is None:

@@ -1,17 +1,11 @@
-"""Verdicts of one bisect step, and how repeated tries and `--run` exit codes map onto them."""
+"""How repeated tries and `--run` exit codes map onto a bisect step's verdict."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 
 from k26ctl.errors import ExitCode, K26Error
-
-
-class Verdict(str, enum.Enum):
-    GOOD = "good"
-    BAD = "bad"
-    SKIP = "skip"  # this value cannot be judged (the service did not come up, or the judge said so)
+from k26ctl.search.verdict import Verdict
 
 
 class AbortSearch(K26Error):

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "render_cmd",
     "validate_cmd",
     "status_cmd",
+    "doctor_cmd",
     "patch_cmd",
     "score_cmd",
     "report_cmd",

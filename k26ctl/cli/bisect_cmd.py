@@ -17,10 +17,13 @@ from k26ctl.cli.common import (
     check_html,
     html_option,
     json_option,
+    keep_deployment_option,
     print_json,
     profile_argument,
     resumable,
     set_option,
+    show_reset,
+    terminal_confirm,
     write_html,
     yes_option,
 )
@@ -209,9 +212,7 @@ def replay(
 
 
 def reset(
-    keep_deployment: bool = typer.Option(
-        False, "--keep-deployment", help="Forget the session, leave the host as it is."
-    ),
+    keep_deployment: bool = keep_deployment_option(),
     session: str = session_option(),
     yes: bool = yes_option(),
     as_json: bool = json_option(),
@@ -220,8 +221,7 @@ def reset(
     """Put back the deployment that was live before the search (restart), then end the session."""
     from k26ctl.bisect import api
 
-    outcome = api.reset(_context(session, yes, accept_new_host_key), restore=not keep_deployment)
-    print_json(outcome.to_json()) if as_json else print(outcome.message)
+    show_reset(api.reset(_context(session, yes, accept_new_host_key), restore=not keep_deployment), as_json)
 
 
 def _context(
@@ -234,7 +234,7 @@ def _context(
     return api.Context(
         session=session,
         yes=yes,
-        confirm=_confirm if sys.stdin.isatty() and sys.stderr.isatty() else None,
+        confirm=terminal_confirm(),
         run_recorded_command=run_recorded_command,
         reporter=printer,
         note=printer.note,
@@ -253,10 +253,6 @@ def _finish(result: SearchResult, as_json: bool, html: Path | None = None) -> No
         print(search_summary(result))
     if not result.found:
         raise typer.Exit(1)
-
-
-def _confirm(question: str) -> bool:
-    return bool(typer.confirm(question, default=False, err=True))
 
 
 def _interruptible(call: Callable[[], SearchResult], session: str) -> SearchResult:

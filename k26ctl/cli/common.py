@@ -142,9 +142,16 @@ def print_error(exc: K26Error) -> None:
         print(f"  hint: {clean(exc.hint, limit=2000)}", file=sys.stderr)
 
 
-def print_json(document: Any) -> None:
+def print_json(document: Any, kind: str | None = None) -> None:
+    """One JSON document on stdout, tagged with `kind` (k26ctl/documents.py); without `kind` the
+    document must carry its tag already."""
+    from k26ctl.documents import tag_of, tagged
     from k26ctl.termsafe import json_text
 
+    if kind is not None:
+        document = tagged(kind, document)
+    elif tag_of(document) is None:
+        raise ValueError("a JSON document without its kind: tag it (k26ctl/documents.py)")
     sys.stdout.write(json_text(document, indent=2) + "\n")
     sys.stdout.flush()
 
@@ -180,3 +187,19 @@ def resumable(call: Callable[[], T], command: str, saved: str, session: str) -> 
     except (KeyboardInterrupt, Interrupted):
         print(f"{command}: interrupted; {saved}. Continue: k26ctl {command} --resume{flag}", file=sys.stderr)
         raise
+
+
+def terminal_confirm() -> Callable[[str], bool] | None:
+    """Ask yes/no on the terminal; None where stdin or stderr is not one (then only --yes answers)."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+    return lambda question: bool(typer.confirm(question, default=False, err=True))
+
+
+def keep_deployment_option() -> Any:
+    return typer.Option(False, "--keep-deployment", help="Forget the session, leave the host as it is.")
+
+
+def show_reset(outcome: Any, as_json: bool) -> None:
+    """What a search group's `reset` did (a k26ctl.search.ops.ResetResult)."""
+    print_json(outcome.to_json()) if as_json else print(outcome.message)

@@ -86,11 +86,27 @@ def status_fleet(path: str, overrides: list[str], *, as_json: bool) -> None:
     from k26ctl.termsafe import clean
 
     run = status.record
-    print(clean(f"fleet {status.fleet}: router {status.router_url}: " + (status.router_error or
-          f"{sum(w.healthy for w in status.workers)}/{len(status.workers)} worker(s) healthy")))  # fmt: skip
+    kind = status.gateway_kind or "gateway"
+    how = " (detected)" if status.gateway_detected else ""
+    routed = f"{sum(w.healthy for w in status.workers)}/{len(status.workers)} worker(s) routed to"
+    print(clean(f"fleet {status.fleet}: {kind}{how} {status.router_url}: {status.router_error or routed}"))
     if run:
         reason = f": {run.reason}" if run.reason else ""
         print(clean(f"last run {run.run_id} ({run.action}): {run.status}{reason}"))
+    width = max(len(n) for n in status.members)
     for name, m in status.members.items():
-        print(clean(f"  {name}  {m['url']}  router: {m['router']}  {m['where']}"))
+        print(
+            clean(
+                f"  {name:<{width}}  {m['url']}  {kind}: {_gateway_words(m['gateway'])}  k26ctl: {m['where']}"
+            )
+        )
     raise typer.Exit(status.exit_code)
+
+
+def _gateway_words(view: dict[str, Any]) -> str:
+    words = str(view.get("state", "unknown"))
+    if "load" in view:
+        words += f", load {view['load']}"
+    if "priority" in view:
+        words += f", priority {view['priority']}"
+    return words

@@ -35,17 +35,35 @@ def host_up(
         help="Also serve real SGLang (0.5.15 and 0.5.23 from the registry, installed once into "
         "/var/cache/k26ctl/sglang) with the tiny lab-corpus model under /opt/sglang.",
     ),
+    gpu: bool | None = typer.Option(
+        None,
+        "--gpu/--no-gpu",
+        help="Bind this machine's NVIDIA GPU(s) and driver into the host (default: when one is found, "
+        "said so); --gpu on a machine without one is refused.",
+    ),
+    bind: list[str] = typer.Option(
+        [], "--bind", metavar="SRC[:DST]", help="Also bind this folder read-write into the host (repeatable)."
+    ),
     json_out: bool = json_option(),
 ) -> None:
     """Boot a lab host: systemd in an nspawn container with its own sshd, in its own network namespace."""
     from k26ctl.lab.host import lab_up
+    from k26ctl.lab.host.gpu import find_gpu, parse_bind, require_gpu
     from k26ctl.lab.real.releases import RELEASES
 
-    state = lab_up(name, install_deps=install_deps, real_sglang=RELEASES if real else ())
+    binds = tuple(parse_bind(spec) for spec in bind)
+    parts = require_gpu() if gpu else (find_gpu() if gpu is None else None)
+    if parts is not None and gpu is None:
+        typer.echo(f"GPU found: binding {parts.describe()} (--no-gpu leaves it out)", err=True)
+    state = lab_up(
+        name, install_deps=install_deps, real_sglang=RELEASES if real else (), gpu=parts, binds=binds
+    )
     if json_out:
-        print_json(state.to_json())
+        print_json(state.to_json(), "lab-host")
         return
     typer.echo(f"lab host {state.name} is up at {state.address} (boot {state.boot_seconds:.2f} s)")
+    if state.gpu:
+        typer.echo(f"  GPU: {state.gpu}; the real nvidia-smi at /usr/local/bin/nvidia-smi")
     if state.real_sglang:
         typer.echo(
             f"  real SGLang {', '.join(state.real_sglang)} under /opt/sglang: profiles/lab/sglang*.yaml"
@@ -61,7 +79,7 @@ def host_down(name: str = _name_option(), json_out: bool = json_option()) -> Non
     was_running = lab_down(name)
     left = leftovers(name)
     if json_out:
-        print_json({"name": name, "was_running": was_running, "leftovers": left})
+        print_json({"name": name, "was_running": was_running, "leftovers": left}, "lab-host-down")
     elif left:
         typer.echo(f"lab host {name}: down, but left behind: {', '.join(left)}", err=True)
     else:
@@ -76,7 +94,7 @@ def host_status(name: str = _name_option(), json_out: bool = json_option()) -> N
 
     status = lab_status(name)
     if json_out:
-        print_json(status.to_json())
+        print_json(status.to_json(), "lab-host")
     else:
         line = f"lab host {name}: {status.state} ({status.reason})"
         if status.host is not None and status.running:

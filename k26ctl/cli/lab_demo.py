@@ -21,10 +21,31 @@ def demo_command(
         False, "--bisect", help="Last, bisect the first bad DDTree budget, then reset."
     ),
     fleet: bool = typer.Option(
-        False, "--fleet", help="Instead: 3 lab hosts behind sglang-router, a good roll and a halted one."
+        False, "--fleet", help="Instead: 3 lab hosts behind a gateway, a good roll, a halted one, the resume."
+    ),
+    gateway: str = typer.Option(
+        "sglang-router", "--gateway", help="With --fleet: the gateway, sglang-router (0.3.2) or smg (1.13.0)."
     ),
     html: Path | None = typer.Option(
         None, "--html", metavar="DIR", help="Write each step's HTML report into DIR (extra: report)."
+    ),
+    gpu: bool = typer.Option(
+        False,
+        "--gpu",
+        help="Instead: the users' loop on real SGLang 0.5.15 on this machine's NVIDIA GPU (host k26gpu, "
+        "made ready by scripts/gpu): broken deploy, bisect, fixed deploy, sweep.",
+    ),
+    gpu_steps: str = typer.Option(
+        "",
+        "--steps",
+        metavar="broken,bisect,fixed,sweep",
+        help="With --gpu: only these steps of the loop (the host is brought up first in any case).",
+    ),
+    record: Path | None = typer.Option(
+        None,
+        "--record",
+        metavar="FILE",
+        help="With --gpu: write every step's outcome, document and the host's restarts as JSON to FILE.",
     ),
     real: bool = typer.Option(
         False,
@@ -39,7 +60,13 @@ def demo_command(
     if html is not None:
         _check_html_dir(html)
     if fleet:
-        _fleet_demo("k26fleet" if name == "k26lab" else name, verbose, html)
+        _fleet_demo("k26fleet" if name == "k26lab" else name, verbose, html, gateway)
+    if gpu:
+        _gpu_demo("k26gpu" if name == "k26lab" else name, verbose, html, gpu_steps, record)
+    elif gpu_steps:
+        from k26ctl.errors import UsageError
+
+        raise UsageError("--steps goes with --gpu", "e.g. k26ctl lab demo --gpu --steps broken,bisect")
     from k26ctl.cli.present.bisect import ProgressPrinter
     from k26ctl.cli.present.deploy import PlainPresenter
     from k26ctl.lab.demo import DEFAULT_STEPS, DemoContext, run_demo, step_bisect, summary_lines
@@ -103,7 +130,7 @@ def _write_pages(outcomes: list[DemoOutcome], directory: Path) -> None:
             _write_page(document, directory / _page_name(outcome.name))
 
 
-def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
+def _fleet_demo(name: str, verbose: bool, html: Path | None = None, gateway: str = "sglang-router") -> None:
     from k26ctl.cli.present.fleet import progress
     from k26ctl.lab.fleet_demo import run_fleet_demo
 
@@ -111,7 +138,7 @@ def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
         if verbose or getattr(event, "kind", "") != "deploy":
             progress(event)
 
-    rolls = run_fleet_demo(name, lambda text: print(text, flush=True), show)
+    rolls = run_fleet_demo(name, lambda text: print(text, flush=True), show, gateway=gateway)
     if html is not None:
         for roll in rolls:
             document: dict[str, Any] = {**roll.result.to_json(), "load": roll.load.to_json()}
@@ -125,3 +152,38 @@ def _fleet_demo(name: str, verbose: bool, html: Path | None = None) -> None:
 
 def register(lab_app: typer.Typer) -> None:
     lab_app.command("demo")(demo_command)
+
+
+def _gpu_demo(name: str, verbose: bool, html: Path | None, steps: str, record: Path | None) -> None:
+    from k26ctl.cli.present.bisect import ProgressPrinter
+    from k26ctl.cli.present.deploy import PlainPresenter
+    from k26ctl.lab.demo import DemoContext, run_demo, summary_lines
+    from k26ctl.lab.gpu_demo import gpu_loop_steps, gpu_summary_tail, parse_steps
+
+    chosen = parse_steps(steps)
+    up, loop = gpu_loop_steps()  # refuses here, before anything is made, on a machine without a GPU
+    presenter = PlainPresenter(sys.stderr, verbose=False) if verbose else None
+    printer = ProgressPrinter()
+    ctx = DemoContext(
+        lab=name,
+        on_event=presenter,
+        say=lambda text: print(text, flush=True),
+        bisect_reporter=printer,
+        note=printer.note,
+    )
+    from k26ctl.lab.loop_demo import loop_steps
+
+    outcomes = run_demo(ctx, loop_steps(loop, up, chosen))
+    lines = summary_lines(outcomes, name)
+    lines[-1:] = gpu_summary_tail(ctx, loop)
+    for line in lines:
+        print(line)
+    if html is not None:
+        _write_pages(outcomes, html)
+    if record is not None:
+        from k26ctl.lab.gpu_demo import loop_record
+        from k26ctl.outputs import write_atomic
+        from k26ctl.termsafe import json_text
+
+        write_atomic(record, json_text(loop_record(outcomes, loop), indent=2) + "\n")
+    raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)

@@ -20,9 +20,12 @@ def up(
     real: bool = typer.Option(
         False, "--real", help="Members serve real SGLang 0.5.15 (as `lab host up --real`), 2.5 GiB each."
     ),
+    gateway: str = typer.Option(
+        "sglang-router", "--gateway", help="The gateway in front: sglang-router (0.3.2) or smg (1.13.0)."
+    ),
     as_json: bool = json_option(),
 ) -> None:
-    """Boot the hosts, start the router (127.0.0.1), deploy PROFILE everywhere, register the workers."""
+    """Boot the hosts, start the gateway (127.0.0.1), deploy PROFILE everywhere, register the workers."""
     from k26ctl.lab.fleet import lab_fleet_up
     from k26ctl.lab.real.releases import RELEASES
 
@@ -31,19 +34,20 @@ def up(
         size,
         profile=profile or ("lab/sglang.yaml" if real else "lab/ddtree-b7.yaml"),
         real_sglang=RELEASES[:1] if real else (),
+        gateway=gateway,
         on_progress=lambda m: typer.echo(m, err=True),
     )
     if as_json:
-        print_json(state.__dict__)
+        print_json(state.__dict__, "lab-fleet")
         return
-    typer.echo(f"lab fleet {name}: {size} member(s) behind {state.router_url}")
+    typer.echo(f"lab fleet {name}: {size} member(s) behind {state.gateway} at {state.router_url}")
     typer.echo(f"  fleet file: {state.fleet_file}")
     typer.echo(f"  k26ctl status {state.fleet_file}")
     typer.echo(f"  k26ctl lab load --url {state.router_url} --requests 50")
 
 
 def down(name: str = typer.Option("k26fleet", "--name", "-n", help=NAME_HELP)) -> None:
-    """Stop the router and remove every member host and the fleet's state."""
+    """Stop the gateway and remove every member host and the fleet's state."""
     from k26ctl.lab.fleet import lab_fleet_down
 
     hosts = lab_fleet_down(name)
@@ -51,11 +55,11 @@ def down(name: str = typer.Option("k26fleet", "--name", "-n", help=NAME_HELP)) -
 
 
 def restart(name: str = typer.Option("k26fleet", "--name", "-n", help=NAME_HELP)) -> None:
-    """Restart the router: it comes back with no workers (a running roll re-adds those in service)."""
+    """Restart the gateway: it comes back with no workers (a running roll re-adds those in service)."""
     from k26ctl.lab.fleet import restart_router
 
     state = restart_router(name)
-    typer.echo(f"lab fleet {name}: router restarted (pid {state.router_pid}), it lists no workers")
+    typer.echo(f"lab fleet {name}: {state.gateway} restarted (pid {state.router_pid}), it lists no workers")
 
 
 def load(
@@ -82,7 +86,7 @@ def load(
         rate=rate,
     )
     if as_json:
-        print_json(report.to_json())
+        print_json(report.to_json(), "lab-fleet-demo")
     else:
         typer.echo(report.text())
     summary = report.summary(report.samples)
@@ -90,7 +94,9 @@ def load(
 
 
 def register(lab_app: typer.Typer) -> None:
-    fleet_app = typer.Typer(help="N lab hosts behind a real sglang-router on loopback.", no_args_is_help=True)
+    fleet_app = typer.Typer(
+        help="N lab hosts behind a real gateway (sglang-router or SMG) on loopback.", no_args_is_help=True
+    )
     fleet_app.command("up")(up)
     fleet_app.command("down")(down)
     fleet_app.command("restart-router")(restart)

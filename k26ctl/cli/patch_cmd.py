@@ -47,7 +47,7 @@ def list_cmd(json_out: bool = json_option()) -> None:
 
     patches = list(load_patches().values())
     if json_out:
-        print_json(patch_list_json(patches))
+        print_json({"patches": patch_list_json(patches)}, "patch-list")
     else:
         print_patch_list(patches)
 
@@ -66,7 +66,7 @@ def status_cmd(
     with host:
         states = patch_status(host, prof, _names(name))
     if json_out:
-        print_json([s.to_json() for s in states])
+        print_json({"patches": [s.to_json() for s in states]}, "patch-states")
     else:
         from k26ctl.cli.present.patch import print_states
 
@@ -77,7 +77,7 @@ def status_cmd(
 
 def _print_results(results: list[PatchResult], json_out: bool) -> None:
     if json_out:
-        print_json([r.to_json() for r in results])
+        print_json({"patches": [r.to_json() for r in results]}, "patch-states")
         return
     from k26ctl.cli.present.patch import print_results
 
@@ -148,7 +148,7 @@ def check_cmd(
         with tempfile.TemporaryDirectory(prefix="k26ctl-check-") as tmp:
             report = check_release(str(sglang_version), patches, Path(tmp))
     if json_out:
-        print_json(report.to_json())
+        print_json(report.to_json(), "patch-check")
     else:
         from k26ctl.cli.present.patch import print_check
 

@@ -18,6 +18,7 @@ def score(
     as_json: bool = json_option(),
 ) -> None:
     """Score saved model outputs offline; exit 1 if any is degenerate."""
+    from k26ctl.documents import tagged
     from k26ctl.smoke.offline import iter_score_file
     from k26ctl.termsafe import clean, json_text
 
@@ -26,7 +27,7 @@ def score(
         total += 1
         bad += item.verdict.degenerate
         if as_json:
-            sys.stdout.write(json_text(item.to_json()) + "\n")
+            sys.stdout.write(json_text(tagged("score", item.to_json())) + "\n")
         else:
             verdict = "DEGENERATE" if item.verdict.degenerate else "ok"
             reasons = clean("; ".join(item.verdict.reasons), limit=2000)

@@ -108,7 +108,8 @@ def smoke(
             write_atomic(junit, unreachable_junit(suite or "default", exc.one_line()))
         raise
     _present(report, as_json, junit, html)
-    raise typer.Exit(0 if report.passed else 1)
+    below = (report.accept_baseline or {}).get("status") == "failed"
+    raise typer.Exit(0 if report.passed and not below else 1)
 
 
 def _check_options(
@@ -180,9 +181,10 @@ def _run(
     lossless_strict: bool = False,
     rescoring: bool | None = None,
 ) -> SmokeReport:
+    from k26ctl import inputs
     from k26ctl.cli.common import stderr_console
     from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke
-    from k26ctl.smoke.target import api_key_from_env, options_from_profile, profile_target, with_overrides
+    from k26ctl.smoke.target import options_from_profile, profile_target, with_overrides
     from k26ctl.termsafe import clean, for_rich
 
     console = stderr_console()
@@ -210,7 +212,7 @@ def _run(
 
         options = with_overrides(SmokeOptions(accept_memory=AcceptMemory()), **settings)
         suite = load_suite(suite_ref or "default")
-        target = SmokeTarget(url, model, api_key_from_env(api_key_env))
+        target = SmokeTarget(url, model, inputs.api_key(api_key_env))
         if not quiet:
             console.print(f"smoke: suite {for_rich(suite.name)} against {for_rich(url)}")
         return run_smoke(target, suite, options=options)
@@ -223,7 +225,10 @@ def _run(
     options = options_from_profile(profile, **settings)
     suite = load_suite(suite_ref or profile.smoke.suite or "default")
 
+    hosts: list[Host] = []
+
     def read_prior(host: Host) -> None:
+        hosts.append(host)
         options.prior_accept = host_prior_accept(host, profile)
 
     with profile_target(
@@ -238,7 +243,23 @@ def _run(
                 f"smoke: suite {for_rich(suite.name)} against {for_rich(profile.name)} "
                 f"({for_rich(target.base_url)})"
             )
-        return run_smoke(target, suite, options=options)
+        report = run_smoke(target, suite, options=options)
+        _judge_accept_baseline(hosts[0], profile, report)
+        return report
+
+
+def _judge_accept_baseline(host: Host, profile: Any, report: SmokeReport) -> None:
+    """The accept length beside its configuration's baseline on the host (recorded when it passes)."""
+    from k26ctl.deploy.accept_baseline import judge_on_host
+    from k26ctl.errors import K26Error
+
+    try:
+        found = judge_on_host(host, profile, report, source="smoke")
+    except K26Error as exc:
+        report.accept_baseline = {"status": "unreadable", "message": exc.one_line()}
+        return
+    if found is not None:
+        report.accept_baseline = found.to_json()
 
 
 def _present(report: SmokeReport, as_json: bool, junit: Path | None, html: Path | None = None) -> None:

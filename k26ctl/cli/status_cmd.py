@@ -40,7 +40,7 @@ def status_command(
 
     watch, source = watch_verdict(loaded, accept_new_host_key)
     if as_json:
-        print_json({**report.to_json(), "watch": watch, "watch_source": source})
+        print_json({**report.to_json(), "watch": watch, "watch_source": source}, "status")
     else:
         from k26ctl.cli.present.status import status_text
 

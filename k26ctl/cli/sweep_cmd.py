@@ -4,7 +4,6 @@ A command group: `start` (the default: `sweep PROFILE ...` and `sweep --resume` 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +15,13 @@ from k26ctl.cli.common import (
     check_html,
     html_option,
     json_option,
+    keep_deployment_option,
     print_json,
     profile_argument,
     resumable,
     set_option,
+    show_reset,
+    terminal_confirm,
     yes_option,
 )
 
@@ -167,7 +169,7 @@ def log(
 
 
 def reset(
-    keep_deployment: bool = typer.Option(False, "--keep-deployment", help="Leave the host as it is."),
+    keep_deployment: bool = keep_deployment_option(),
     session: str = session_option(),
     yes: bool = yes_option(),
     as_json: bool = json_option(),
@@ -176,8 +178,7 @@ def reset(
     """Put back the deployment that was live before the sweep (restart), then end the session."""
     from k26ctl.sweep import api
 
-    outcome = api.reset(_context(session, yes, accept_new_host_key), restore=not keep_deployment)
-    print_json(outcome.to_json()) if as_json else print(outcome.message)
+    show_reset(api.reset(_context(session, yes, accept_new_host_key), restore=not keep_deployment), as_json)
 
 
 def _context(session: str, yes: bool, accept_new_host_key: bool) -> Context:
@@ -188,7 +189,7 @@ def _context(session: str, yes: bool, accept_new_host_key: bool) -> Context:
     return api.Context(
         session=session,
         yes=yes,
-        confirm=_confirm if sys.stdin.isatty() and sys.stderr.isatty() else None,
+        confirm=terminal_confirm(),
         reporter=progress,
         note=progress.note,
         on_deploy_event=progress.deploy_event,
@@ -217,10 +218,6 @@ def _finish(
         render_table(result)
     if result.best is None:
         raise typer.Exit(1)
-
-
-def _confirm(question: str) -> bool:
-    return bool(typer.confirm(question, default=False, err=True))
 
 
 def _interruptible(call: Callable[[], SweepResult], session: str) -> SweepResult:

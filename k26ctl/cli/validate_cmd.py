@@ -37,14 +37,14 @@ def validate(
         if not json_out:
             raise
         report = ValidationReport(False, [Finding("error", "profile/invalid", exc.message, exc.hint or "")])
-        print_json(report.to_json())
+        print_json(report.to_json(), "validate")
         raise typer.Exit(exc.exit_code) from None
     if remote:
         report = validate_with_host(loaded.profile, strict=strict, accept_new_host_key=accept_new_host_key)
     else:
         report = validate_profile(loaded.profile, strict=strict)
     if json_out:
-        print_json(report.to_json())
+        print_json(report.to_json(), "validate")
     else:
         from k26ctl.cli.present.validate import print_report
 

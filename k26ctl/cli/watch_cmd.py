@@ -133,11 +133,12 @@ def _printer(as_json: bool) -> Any:
     import json
 
     from k26ctl.cli.present.watch import cycle_line
+    from k26ctl.documents import tagged
     from k26ctl.termsafe import clean
 
     def emit(record: dict[str, Any]) -> None:
         if as_json:
-            sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            sys.stdout.write(json.dumps(tagged("watch", record), ensure_ascii=False, default=str) + "\n")
             sys.stdout.flush()
             return
         sys.stderr.write(clean(cycle_line(record), limit=2000) + "\n")

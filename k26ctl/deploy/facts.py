@@ -15,6 +15,7 @@ from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 
 SHOW_PROPS = (
+    "DynamicUser",  # a drop-in's DynamicUser=yes changes where the JIT caches can live
     "ActiveState",
     "SubState",
     "NRestarts",

@@ -65,6 +65,11 @@ class DeployRecord:
     k26ctl_version: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     gpu_memory_mib: int | None = None  # GPU memory in use (all GPUs) once the server was ready
+    # where the restart's time went (deploy.phases.RestartPhases.to_json), None without a restart
+    phases: dict[str, Any] | None = None
+    sglang_version: str | None = None  # the host's SGLang release this run started
+    # what the start could reuse: {"jit_cache": "warm"|"cold"|"unknown", "weights_resident": 0..1}
+    start_conditions: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from k26ctl.deploy.plan import Plan
+from k26ctl.documents import tagged
 from k26ctl.errors import ExitCode
+
+if TYPE_CHECKING:
+    from k26ctl.smoke.report import SmokeReport
 
 
 @dataclass
@@ -62,7 +66,7 @@ class DeployResult:
     gpu_memory_mib: int | None = None  # GPU memory the ready server holds (nvidia-smi), if known
     stop_seconds: float | None = None  # the old server's own stop time, from the journal
     wall_seconds: float = 0.0
-    smoke: Any | None = None  # k26ctl.smoke SmokeReport when smoke ran
+    smoke: SmokeReport | None = None  # when smoke ran
     smoke_reason: str = ""
     failure: str | None = None  # readiness | smoke | None
     message: str = ""
@@ -73,10 +77,15 @@ class DeployResult:
     diff: str = ""
     steps: list[StepResult] = field(default_factory=list)
     kind: str = "deploy"  # deploy | rollback
+    accept_baseline: dict[str, Any] | None = None  # the accept length against its configuration's baseline
+    phases: Any | None = None  # deploy.phases.RestartPhases of this run's restart, from the journal
+    expected: Any | None = None  # deploy.downtime.Expectation: the stop -> ready time history predicts
+    readahead: dict[str, Any] | None = None  # the weights read ahead before the stop (deploy.readahead)
+    start_conditions: dict[str, Any] | None = None  # JIT caches warm/cold, weights resident before start
 
     @property
     def smoke_passed(self) -> bool | None:
-        return None if self.smoke is None else bool(getattr(self.smoke, "passed", False))
+        return None if self.smoke is None else self.smoke.passed
 
     def counts(self) -> dict[str, int]:
         out = {"changed": 0, "ok": 0, "failed": 0, "skipped": 0}
@@ -89,36 +98,41 @@ class DeployResult:
         return f"changed={c['changed']} ok={c['ok']} failed={c['failed']}"
 
     def to_json(self) -> dict[str, Any]:
-        smoke: Any = None
-        if self.smoke is not None:
-            to_json = getattr(self.smoke, "to_json", None)
-            smoke = to_json() if callable(to_json) else str(self.smoke)
-        return {
-            "kind": self.kind,
-            "profile": self.profile,
-            "host": self.host,
-            "unit": self.unit,
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
-            "changed": self.changed,
-            "restarted": self.restarted,
-            "load_seconds": self.load_seconds,
-            "ready_seconds": self.ready_seconds,
-            "gpu_memory_mib": self.gpu_memory_mib,
-            "stop_seconds": self.stop_seconds,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "failure": self.failure,
-            "message": self.message,
-            "journal_lines": self.journal_lines,
-            "rolled_back": self.rolled_back,
-            "host_state": self.host_state,
-            "smoke_reason": self.smoke_reason,
-            "smoke": smoke,
-            "plan": self.plan.to_json() if self.plan else None,
-            "diff": self.diff or None,
-            "steps": [
-                {"name": s.name, "status": s.status, "detail": s.detail, "seconds": round(s.seconds, 3)}
-                for s in self.steps
-            ],
-            "recap": self.counts(),
-        }
+        smoke = self.smoke.to_json() if self.smoke is not None else None
+        return tagged(
+            self.kind,
+            {
+                "kind": self.kind,
+                "profile": self.profile,
+                "host": self.host,
+                "unit": self.unit,
+                "verdict": self.verdict,
+                "exit_code": self.exit_code,
+                "changed": self.changed,
+                "restarted": self.restarted,
+                "load_seconds": self.load_seconds,
+                "ready_seconds": self.ready_seconds,
+                "gpu_memory_mib": self.gpu_memory_mib,
+                "stop_seconds": self.stop_seconds,
+                "wall_seconds": round(self.wall_seconds, 3),
+                "failure": self.failure,
+                "message": self.message,
+                "journal_lines": self.journal_lines,
+                "rolled_back": self.rolled_back,
+                "host_state": self.host_state,
+                "smoke_reason": self.smoke_reason,
+                "smoke": smoke,
+                "accept_baseline": self.accept_baseline,
+                "plan": self.plan.to_json() if self.plan else None,
+                "diff": self.diff or None,
+                "steps": [
+                    {"name": s.name, "status": s.status, "detail": s.detail, "seconds": round(s.seconds, 3)}
+                    for s in self.steps
+                ],
+                "recap": self.counts(),
+                "phases": self.phases.to_json() if self.phases is not None else None,
+                "expected_downtime": self.expected.to_json() if self.expected is not None else None,
+                "readahead": self.readahead,
+                "start_conditions": self.start_conditions,
+            },
+        )

@@ -11,12 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from k26ctl import __version__
+from k26ctl import __version__, inputs
 from k26ctl.deploy import apply as ops
+from k26ctl.deploy.conditions import as_conditions, conditions_json, jit_cache_state, last_started_release
 from k26ctl.deploy.confirm import YES_HINT, confirm_change
 from k26ctl.deploy.connection import ConnectionLostError, cause_of, connection_lost
+from k26ctl.deploy.downtime import expect_downtime
 from k26ctl.deploy.facts import HostFacts, read_unit
 from k26ctl.deploy.history import (
     DeployRecord,
@@ -27,7 +30,9 @@ from k26ctl.deploy.history import (
 )
 from k26ctl.deploy.interrupts import deferred_interrupts
 from k26ctl.deploy.model import DeployOptions, DeployResult, EventCallback
+from k26ctl.deploy.phases import parse_phases
 from k26ctl.deploy.plan import Plan, compute_plan, patch_changes, sha256_text, smoke_decision
+from k26ctl.deploy.readahead import Residency, read_ahead, residency, weight_files
 from k26ctl.deploy.readiness import ProbeResult
 from k26ctl.deploy.restore import restore_snapshot
 from k26ctl.deploy.session import (
@@ -50,6 +55,7 @@ from k26ctl.render import render_unit, unit_name
 from k26ctl.threads import in_thread
 from k26ctl.validate import ValidationReport, ensure_unit_verifies, ensure_valid
 from k26ctl.validate.checks import validate_against_host
+from k26ctl.validate.warm_caches import host_unit_findings, release_change_findings
 
 if TYPE_CHECKING:
     from k26ctl.smoke.acceptance import PriorAccept
@@ -80,6 +86,7 @@ def deploy(
     try:
         with log.step("validate", "validating the profile"):
             ensure_valid(profile, systemd=False)
+            inputs.api_key(profile.sglang.api_key_env)  # a key k26ctl cannot send stops the run here
             desired = render_unit(profile)
             # systemd-analyze verify is most of validation's time: it runs while the host is connected
             unit_check = _background(ensure_unit_verifies, profile, desired)
@@ -136,6 +143,14 @@ def _check_against_host(run: DeployRun, facts: HostFacts) -> None:
             raise ConfigError(
                 f"{first.code}: {first.message}{on}", first.hint or "run `k26ctl validate --remote`"
             )
+        restart = run.profile.restart
+        for finding in [
+            *release_change_findings(last_started_release(facts.history), facts.sglang_version),
+            *host_unit_findings(
+                facts.props, restart.jit_cache_dir, restart.jit_cache and not restart.jit_cache_dir
+            ),
+        ]:
+            run.log.emit("warning", f"{finding.code}: {finding.message}")
         lifted = [f.message for f in report.findings if f.code == "known-bug/ddtree-mask-width-lifted"]
         version = f"SGLang {facts.sglang_version}" if facts.sglang_version else "SGLang version not found"
         handle.ok("; ".join([version, *lifted]))
@@ -177,6 +192,7 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
         if result.diff:
             log.emit("diff", result.diff)
     log.add("plan", "ok", "; ".join(plan.change_lines()) or "nothing to change")
+    found = _expect_downtime(run, facts) if plan.restart else None
     if opts.check:
         result.verdict = "changes-pending" if plan.has_changes else "ok"
         result.exit_code = ExitCode.CHANGES_PENDING if plan.has_changes else ExitCode.OK
@@ -186,6 +202,8 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
     _confirm(plan, opts)
     before = run.before = Snapshot(facts.unit_text, applied)
     try:
+        if plan.restart:
+            _read_ahead(run, facts, found)
         _apply(run, plan)
         ready = _restart_and_wait(run, plan)
         if ready and plan.smoke:
@@ -214,6 +232,77 @@ def _run(run: DeployRun, opts: DeployOptions) -> None:
     except KeyboardInterrupt:
         raise _interrupted(run, before) from None
     _describe_state(run)
+
+
+def _start_conditions(run: DeployRun, facts: HostFacts, resident: int | None, total: int | None) -> None:
+    jit, why = jit_cache_state(run.host, run.profile, facts.history, facts.sglang_version)
+    run.result.start_conditions = conditions_json(jit, why, resident, total)
+
+
+def _expect_downtime(run: DeployRun, facts: HostFacts) -> tuple[list[str], Residency] | None:
+    """The stop -> ready time this host's history predicts for this restart (plan and --check). Reading
+    the conditions is best effort: without them the prediction rests on every recorded restart."""
+    resident = total = None
+    found = None
+    try:
+        files = weight_files(run.host, run.profile)
+        cached = residency(run.host, run.profile.sglang.python, files)
+        found = (files, cached)
+        if files:
+            resident, total = cached.resident, cached.bytes
+    except K26Error as exc:
+        run.log.emit("warning", f"page-cache residency of the weights not read: {exc.one_line()}")
+    try:
+        _start_conditions(run, facts, resident, total)
+    except K26Error as exc:
+        run.log.emit("warning", f"JIT cache state not read: {exc.one_line()}")
+    conditions = as_conditions(run.result.start_conditions or {})
+    expectation = expect_downtime(facts.history, conditions)
+    run.result.expected = expectation
+    seen = run.result.start_conditions or {}
+    now = f"next start: {conditions.words()}" + (
+        f" ({seen['jit_cache_why']})" if seen.get("jit_cache_why") else ""
+    )
+    if expectation is None:
+        run.log.add("downtime", "ok", f"{now}; no earlier restart with phases on this host to predict from")
+    else:
+        run.log.add("downtime", "ok", f"{now}; {expectation.line()}")
+    return found
+
+
+def _read_ahead(run: DeployRun, facts: HostFacts, found: tuple[list[str], Residency] | None) -> None:
+    """Weights into the page cache while the old server still serves (restart.readahead)."""
+    with run.log.step("readahead", "reading the weights ahead while the old server serves") as handle:
+        try:
+            report = read_ahead(
+                run.host,
+                run.profile,
+                found=found,
+                on_progress=lambda done, total, secs: run.log.emit(
+                    "progress",
+                    "reading weights ahead",
+                    phase="reading weights ahead",
+                    percent=int(100 * done / total) if total else None,
+                    done=None,
+                    total=None,
+                    elapsed=secs,
+                    eta=None,
+                    source="readahead",
+                ),
+            )
+        except K26Error as exc:
+            handle.detail = f"not read ahead: {exc.one_line()}"
+            return
+        run.result.readahead = report.to_json()
+        if report.outcome == "skipped":
+            handle.skipped(report.summary())
+        else:
+            handle.ok(report.summary())
+        if report.outcome == "failed":
+            run.log.emit("warning", f"read-ahead failed: {report.reason}")
+    resident = report.resident_after if report.resident_after is not None else report.resident_before
+    with suppress(K26Error):  # the conditions only label the record
+        _start_conditions(run, facts, resident, report.bytes)
 
 
 def _confirm(plan: Plan, opts: DeployOptions) -> None:
@@ -318,7 +407,23 @@ def _restart_and_wait(run: DeployRun, plan: Plan) -> bool:
         on_line=lambda line: log.emit("log", line),
     )
     _readiness_verdict(run, readiness, "readiness")
+    _read_phases(run, restarted.cursor)
     return readiness.ready
+
+
+def _read_phases(run: DeployRun, cursor: str | None) -> None:
+    """Where the restart's time went, from the unit's journal since the restart (one more read: the
+    wait consumed the lines as they came). Missing phases never fail a deploy."""
+    try:
+        entries = run.systemd.journal(cursor=cursor)
+    except K26Error as exc:
+        run.log.emit("warning", f"restart phases not read: {exc.one_line()}")
+        return
+    phases = parse_phases(entries)
+    if not phases.phases:
+        return
+    run.result.phases = phases
+    run.log.emit("phases", phases.summary(), **phases.to_json())
 
 
 def _background(fn: Callable[..., T], *args: Any) -> Future[T]:
@@ -392,6 +497,35 @@ def _smoke(run: DeployRun) -> None:
             result.message = "the server answers, but smoke failed" + (
                 f" ({', '.join(detectors[:6])}{', ...' if len(detectors) > 6 else ''})" if detectors else ""
             )
+    if result.smoke is not None:
+        _accept_baseline(run, result.smoke)
+
+
+def _accept_baseline(run: DeployRun, report: Any) -> None:
+    """The run's accept length against its configuration's baseline on this host; a passing run that
+    does not fall below the warning mark becomes a sample of that baseline."""
+    from k26ctl.deploy.accept_baseline import judge_on_host
+
+    profile, result = run.profile, run.result
+    if report.measured_accept_length is None or profile.spec.algorithm.value == "NONE" or run.facts is None:
+        return
+    with run.log.step("accept-baseline", "comparing the accept length with its baseline") as handle:
+        try:
+            found = judge_on_host(
+                run.host, profile, report, source="deploy smoke", version=run.facts.sglang_version
+            )
+        except K26Error as exc:
+            handle.failed(exc.one_line())
+            return
+        assert found is not None
+        result.accept_baseline = found.to_json()
+        if found.status == "failed":
+            handle.failed(found.message)
+            if result.verdict != "failed":
+                result.verdict, result.exit_code = "failed", ExitCode.FAILED
+                result.failure, result.message = "accept-baseline", found.message
+            return
+        handle.ok(("warning: " if found.status == "warning" else "") + found.message)
 
 
 def _prior_accept(run: DeployRun) -> PriorAccept | None:
@@ -415,6 +549,7 @@ def _smoke_json(result: DeployResult) -> dict[str, Any] | None:
         "summary": result.smoke.summary(),
         # what the next smoke of the same configuration is judged against (deploy/history.py)
         "accept_length": round(measured, 4) if measured is not None else None,
+        "accept_baseline": result.accept_baseline,
     }
 
 
@@ -456,6 +591,9 @@ def _record(run: DeployRun, before: Snapshot, plan: Plan, *, unit_sha_now: str |
             running_patches=running_patches,
             load_seconds=result.load_seconds,
             gpu_memory_mib=result.gpu_memory_mib,
+            phases=result.phases.to_json() if result.phases is not None and run.restarted else None,
+            sglang_version=facts.sglang_version,
+            start_conditions=result.start_conditions if run.restarted else None,
             smoke=_smoke_json(result),
             verdict=result.verdict,
             message=result.message,

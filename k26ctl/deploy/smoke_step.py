@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from k26ctl.deploy.wait import api_key
+from k26ctl import inputs
 from k26ctl.profile import Profile
 from k26ctl.remote.base import Host
 from k26ctl.smoke.acceptance import PriorAccept
@@ -22,7 +22,8 @@ def run_smoke_on_host(host: Host, profile: Profile, prior: PriorAccept | None = 
     options = options_from_profile(profile, prior_accept=prior)
     options.unit_environment = _unit_environment(host, profile)
     with server_url(host, profile) as url:
-        return run_smoke(SmokeTarget(url, profile.served_name, api_key(profile)), suite, options=options)
+        target = SmokeTarget(url, profile.served_name, inputs.api_key(profile.sglang.api_key_env))
+        return run_smoke(target, suite, options=options)
 
 
 def _unit_environment(host: Host, profile: Profile) -> dict[str, str] | None:

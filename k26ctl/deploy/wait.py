@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
+from k26ctl import inputs
 from k26ctl.deploy.gpu_memory import SAMPLE_INTERVAL, GpuMemory, MemoryProgress, read_gpu_memory, used_mib
 from k26ctl.deploy.journal_scan import LoadProgress
 from k26ctl.deploy.readiness import Outcome, OutcomeKind, ProbeResult, ReadinessMachine, UnitState
@@ -68,15 +69,6 @@ ProgressCallback = Callable[[Progress], None]
 LineCallback = Callable[[str], None]
 
 
-def api_key(profile: Profile) -> str | None:
-    name = profile.sglang.api_key_env
-    if not name:
-        return None
-    from k26ctl.inputs import env_secret
-
-    return env_secret(name, what="the API key", hint=f"export {name}=... with the server's key")
-
-
 class HttpProber:
     """Runs the profile's readiness probes in order over one keep-alive connection; all must pass.
 
@@ -86,7 +78,7 @@ class HttpProber:
     def __init__(self, address: str, port: int, profile: Profile, *, timeout: float = PROBE_TIMEOUT) -> None:
         self._address, self._port, self._timeout = address, port, timeout
         self._headers = {"Accept": "application/json"}
-        key = api_key(profile)
+        key = inputs.api_key(profile.sglang.api_key_env)
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._paths = list(profile.readiness.probes)

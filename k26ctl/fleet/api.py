@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from k26ctl.deploy.model import DeployOptions, DeployResult
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, ExitCode, K26Error
 from k26ctl.fleet import record as rec
 from k26ctl.fleet.members import HostMember
@@ -36,10 +37,11 @@ def admin_key(config: RouterConfig) -> str | None:
 
 @contextmanager
 def open_router(config: RouterConfig) -> Iterator[Router]:
-    """The router at `url`, or through an SSH forward from `via` (the URL as that host reaches it)."""
+    """The gateway at `url` (sglang-router or SMG, as `kind` names or the gateway answers), or through
+    an SSH forward from `via` (the URL as that host reaches it). `.detected` says whether it was asked."""
     key = admin_key(config)
     if config.via is None:
-        with Router(config.url, admin_key=key, timeout=config.request_timeout) as router:
+        with _gateway(config.url, config, key) as router:
             yield router
         return
     from k26ctl.remote.connect import connect_host
@@ -50,10 +52,27 @@ def open_router(config: RouterConfig) -> Iterator[Router]:
         default_port = 443 if parts.scheme == "https" else 80
         with host.forward(parts.hostname or "127.0.0.1", parts.port or default_port) as (addr, port):
             local = f"{parts.scheme}://{addr}:{port}"
-            with Router(local, admin_key=key, timeout=config.request_timeout) as router:
+            with _gateway(local, config, key) as router:
                 yield router
     finally:
         host.close()
+
+
+def _gateway(url: str, config: RouterConfig, key: str | None) -> Router:
+    from k26ctl.fleet.gateway import open_gateway
+
+    gateway, detected = open_gateway(url, config.kind, admin_key=key, timeout=config.request_timeout)
+    gateway.detected = detected
+    return gateway
+
+
+def gateway_note(gateway: Router) -> str:
+    """Which gateway the roll speaks to, and how k26ctl knows."""
+    how = "detected from its /get_loads; name it with router.kind" if gateway.detected else "router.kind"
+    note = f"{gateway.kind} at {gateway.url} ({how})"
+    if gateway.kind == "smg":  # said plainly: the canary's exposure is its equal share for the soak
+        note += "; no routing policy of SMG reads priority or cost, so the canary gets an equal share"
+    return note
 
 
 def roll_options(fleet: Fleet, **overrides: Any) -> RollOptions:
@@ -85,6 +104,8 @@ def roll_fleet(
         for m in fleet.members
     ]
     with open_router(fleet.config.router) as router:
+        if on_event is not None:
+            on_event(RollEvent("gateway", "", gateway_note(router), {"kind": router.kind}))
         roll = Roll(fleet.name, list(members), router, options, LocalStore(fleet.name), on_event)
         return roll.run()
 
@@ -105,13 +126,16 @@ class FleetCheck:
         return ExitCode.CHANGES_PENDING if pending else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "fleet-check",
-            "fleet": self.fleet,
-            "exit_code": self.exit_code,
-            "members": {n: r.to_json() for n, r in self.results.items()},
-            "errors": self.errors,
-        }
+        return tagged(
+            "fleet-check",
+            {
+                "kind": "fleet-check",
+                "fleet": self.fleet,
+                "exit_code": self.exit_code,
+                "members": {n: r.to_json() for n, r in self.results.items()},
+                "errors": self.errors,
+            },
+        )
 
 
 def check_fleet(fleet: Fleet, *, diff: bool = False, accept_new_host_key: bool = False) -> FleetCheck:
@@ -135,35 +159,61 @@ class FleetStatus:
     workers: list[Worker]
     record: RunRecord | None
     members: dict[str, dict[str, Any]]
+    gateway_kind: str = ""  # sglang-router | smg ('' when the gateway did not answer)
+    gateway_detected: bool = False
 
     @property
     def exit_code(self) -> int:
         return ExitCode.UNAVAILABLE if self.router_error else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "fleet-status",
-            "fleet": self.fleet,
-            "router": {
-                "url": self.router_url,
-                "error": self.router_error,
-                "workers": [w.__dict__ for w in self.workers],
+        return tagged(
+            "fleet-status",
+            {
+                "kind": "fleet-status",
+                "fleet": self.fleet,
+                "router": {
+                    "url": self.router_url,
+                    "kind": self.gateway_kind or None,
+                    "kind_detected": self.gateway_detected,
+                    "error": self.router_error,
+                    "workers": [w.__dict__ for w in self.workers],
+                },
+                "last_run": self.record.to_json() if self.record else None,
+                "members": self.members,
             },
-            "last_run": self.record.to_json() if self.record else None,
-            "members": self.members,
-        }
+        )
+
+
+def gateway_view(worker: Worker | None, error: str | None) -> dict[str, Any]:
+    """The gateway's own view of one member: its state word, its load count, its priority."""
+    if error:
+        return {"state": "unknown"}
+    if worker is None:
+        return {"state": "not listed"}
+    view: dict[str, Any] = {"state": worker.status or ("healthy" if worker.healthy else "unhealthy")}
+    view["routed"], view["load"] = worker.healthy, worker.load
+    if worker.priority is not None:
+        view["priority"] = worker.priority
+    return view
 
 
 def fleet_status(fleet: Fleet) -> FleetStatus:
-    """Where each member stands: the run record's phase and what the router lists right now."""
+    """Where each member stands: the run record's phase beside what the gateway lists right now."""
     workers: list[Worker] = []
     error = None
+    kind: str = fleet.config.router.kind or ""
+    detected = False
     try:
         with open_router(fleet.config.router) as router:
+            kind, detected = router.kind, router.detected
             workers = router.workers()
     except K26Error as exc:
         error = exc.one_line()
-    listed = {w.url: w for w in workers}
+    listed: dict[str, Worker] = {}
+    for w in workers:  # a draining entry and a new one may share a URL: the routed one speaks for it
+        if w.url not in listed or w.healthy:
+            listed[w.url] = w
     record = LocalStore(fleet.name).load()
     members: dict[str, dict[str, Any]] = {}
     for member in fleet.members:
@@ -177,7 +227,8 @@ def fleet_status(fleet: Fleet) -> FleetStatus:
             "router": "unknown"
             if error
             else ("healthy" if worker and worker.healthy else "unhealthy" if worker else "not listed"),
+            "gateway": gateway_view(worker, error),
             "target_fingerprint": member.loaded.profile.fingerprint(),
             "deployed_fingerprint": state.fingerprint if state else None,
         }
-    return FleetStatus(fleet.name, fleet.config.router.url, error, workers, record, members)
+    return FleetStatus(fleet.name, fleet.config.router.url, error, workers, record, members, kind, detected)

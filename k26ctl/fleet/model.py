@@ -6,6 +6,7 @@ fleet:
   profile: ddtree-b16-patched.yaml     # every member's profile (path relative to this file)
   set: [sglang.host=0.0.0.0]          # overrides for every member (profile --set syntax)
   router:
+    kind: smg                          # optional: smg or sglang-router (else asked of the gateway)
     url: http://127.0.0.1:30000        # as the operator reaches it (through `via` when given)
     via: {address: gateway}            # optional: an SSH host whose loopback reaches the router
     admin_key_env: K26_ROUTER_KEY      # optional: the variable holding its admin key
@@ -80,6 +81,7 @@ class OwnedRouter(_Model):
 
 class RouterConfig(_Model):
     url: str
+    kind: Literal["sglang-router", "smg"] | None = None  # None: k26ctl asks the gateway and says which
     via: HostConfig | None = None
     admin_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     owned: OwnedRouter | None = None

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from k26ctl.documents import tagged
+
 # Phases of one member. In service: the router may send it traffic.
 OLD = "old"  # serving the config it had before this run
 NEW = "new"  # serving the target config
@@ -60,6 +62,7 @@ class MemberState:
     fingerprint: str | None = None  # the target profile's fingerprint once deployed
     seconds: dict[str, float] = field(default_factory=dict)  # per step
     updated: str = ""
+    gateway: dict[str, Any] = field(default_factory=dict)  # SMG: its priority, cost at take-out
 
     @property
     def in_service(self) -> bool:
@@ -148,7 +151,7 @@ class LocalStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(record.to_json(), fh, indent=1, sort_keys=True)
+            json.dump(tagged("fleet-run", record.to_json()), fh, indent=1, sort_keys=True)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)

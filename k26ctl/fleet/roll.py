@@ -1,9 +1,12 @@
 """The rolling deploy: one member at a time out of the router, drained, deployed, proved, put back.
 
 canary (the first member to change, alone) -> batches of `serial`. Per member: refuse if taking it out
-leaves fewer than `min_healthy` healthy workers; remove from the router and confirm it is gone; wait
-until the worker's own load is 0 (`drain_timeout`); deploy with the single-host pipeline, smoke
-included; add back and wait until the router lists it healthy; watch it for `soak` seconds.
+leaves fewer than `min_healthy` healthy workers; take it out of the gateway and confirm no new requests
+reach it; wait until the gateway's own count of its requests is 0 where the gateway keeps one (SMG's
+drain window), then until the worker's own load is 0 (`drain_timeout`), and finish the removal, so
+the gateway holds no entry its health checker could put back; deploy with the single-host pipeline,
+smoke included; add back (with the settings the gateway had for it) and wait until the gateway lists
+it healthy; watch it for `soak` seconds.
 A failed member stays out of the router. The canary failing, or more than `max_fail` members failing,
 halts the roll. A background resync keeps the router's worker list equal to the record's in-service
 set (a restarted router forgets every worker; a member out of service is never re-admitted).
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from k26ctl.documents import tagged
 from k26ctl.errors import ExitCode, Interrupted, K26Error, UsageError
 from k26ctl.fleet import record as rec
 from k26ctl.fleet.record import LocalStore, MemberState, RunRecord
@@ -30,9 +34,14 @@ from k26ctl.threads import in_thread
 
 
 class RouterPort(Protocol):
+    """The gateway in front of the fleet (sglang-router 0.3.x or SMG), through its own API."""
+
     def workers(self) -> list[Worker]: ...
-    def add(self, url: str, *, timeout: float = ...) -> Worker: ...
+    def add(self, url: str, *, timeout: float = ..., settings: dict[str, Any] | None = ...) -> Worker: ...
     def remove(self, url: str, *, timeout: float = ...) -> bool: ...
+    # stop new requests; the settings to restore at `add`, None when not listed
+    def take_out(self, url: str, *, timeout: float = ..., settle: float = ...) -> dict[str, Any] | None: ...
+    def in_flight(self, url: str) -> int | None: ...  # the gateway's count while it drains; None: it has none
 
 
 @dataclass
@@ -97,21 +106,24 @@ class RollResult:
         return {n: rec.describe(s.phase, s.config) for n, s in self.record.members.items()}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "fleet-roll",
-            "fleet": self.record.fleet,
-            "run_id": self.record.run_id,
-            "action": self.record.action,
-            "status": self.record.status,
-            "reason": self.record.reason,
-            "exit_code": self.exit_code,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "order": self.order,
-            "members": {
-                n: {**s.__dict__, "where": rec.describe(s.phase, s.config)}
-                for n, s in self.record.members.items()
+        return tagged(
+            "fleet-roll",
+            {
+                "kind": "fleet-roll",
+                "fleet": self.record.fleet,
+                "run_id": self.record.run_id,
+                "action": self.record.action,
+                "status": self.record.status,
+                "reason": self.record.reason,
+                "exit_code": self.exit_code,
+                "wall_seconds": round(self.wall_seconds, 3),
+                "order": self.order,
+                "members": {
+                    n: {**s.__dict__, "where": rec.describe(s.phase, s.config)}
+                    for n, s in self.record.members.items()
+                },
             },
-        }
+        )
 
 
 class StepFailed(Exception):
@@ -330,15 +342,21 @@ class Roll:
         with self._lock:
             self._set(member, rec.REMOVING, detail="DELETE from the router")
             try:
-                self.router.remove(member.url, timeout=self.opts.remove_timeout)
+                kept = self.router.take_out(
+                    member.url, timeout=self.opts.remove_timeout, settle=self.opts.drain_timeout
+                )
             except K26Error as exc:
                 # not confirmed gone: the member may still take traffic, and the old config serves it
                 self._set(member, rec.OLD, detail=f"removal not confirmed: {exc.message}")
                 raise StepFailed("remove", f"removal not confirmed: {exc.message}", "old") from None
+            if kept:
+                assert self.record is not None
+                self.record.members[member.name].gateway = kept  # saved by the _set below
             self._set(member, rec.DRAINING, config="old", detail="out of the router, draining")
 
     def _drain(self, member: MemberOps, config: str) -> None:
         deadline = self._clock() + self.opts.drain_timeout
+        self._drain_gateway(member, config, deadline)
         zero_reads = 0
         while True:
             load = member.load()
@@ -354,11 +372,50 @@ class Roll:
             self._check_cancel()
             self._sleep(self.opts.poll)
 
+    def _drain_gateway(self, member: MemberOps, config: str, deadline: float) -> None:
+        """Wait on the gateway's own count of the member's running requests (SMG lists a worker taken
+        out as draining, with its load), then end its drain window: the entry goes, so nothing the
+        gateway does can route to the member before the roll's verdict. sglang-router keeps no count."""
+        zero_reads, first, count = 0, None, self._gateway_count(member)
+        while count is not None:
+            first = count if first is None else first
+            zero_reads = zero_reads + 1 if count == 0 else 0
+            if zero_reads >= 2:
+                break
+            if self._clock() >= deadline:
+                raise StepFailed(
+                    "drain",
+                    f"the gateway counts {count} request(s) in flight after {self.opts.drain_timeout:g} s",
+                    config,
+                )
+            self._check_cancel()
+            self._sleep(self.opts.poll)
+            count = self._gateway_count(member)
+        if first is not None:
+            if zero_reads >= 2:
+                message = (
+                    f"its count of requests in flight went from {first} to 0"
+                    if first
+                    else "it counted no request in flight"
+                )
+                self._emit("gateway", member.name, message, {"first": first})
+            with self._lock:
+                self._quietly_remove(member)  # ends the window; a restarted gateway holds nothing anyway
+
+    def _gateway_count(self, member: MemberOps) -> int | None:
+        """The gateway's count for the member; None when it keeps none or does not answer now (a
+        restarted gateway forgot the member: the worker's own load decides the drain then)."""
+        try:
+            return self.router.in_flight(member.url)
+        except K26Error as exc:
+            self._emit("warning", member.name, f"the gateway's drain count: {exc.message}")
+            return None
+
     def _add(self, member: MemberOps) -> None:
         with self._lock:
             self._set(member, rec.ADDING, detail="POST to the router")
             try:
-                self.router.add(member.url, timeout=self.opts.add_timeout)
+                self.router.add(member.url, timeout=self.opts.add_timeout, settings=self._kept(member))
             except K26Error as exc:
                 self._quietly_remove(member)
                 raise StepFailed("add", f"not admitted by the router: {exc.message}", "new") from None
@@ -381,6 +438,11 @@ class Roll:
                 with self._lock:
                     self._quietly_remove(member)
                 raise StepFailed("soak", "the router marked the worker unhealthy while soaking", "new")
+
+    def _kept(self, member: MemberOps) -> dict[str, Any]:
+        """The gateway's settings for the member (SMG: priority, cost) as they were at take-out."""
+        assert self.record is not None
+        return dict(self.record.members[member.name].gateway)
 
     def _quietly_remove(self, member: MemberOps) -> None:
         try:
@@ -425,8 +487,8 @@ class Roll:
         list is read under the same lock as the roll's own router changes, so it is never stale."""
         assert self.record is not None
         with self._lock:
-            try:
-                listed = {w.url for w in self.router.workers()}
+            try:  # a draining entry takes no new request: it counts as not listed
+                listed = {w.url for w in self.router.workers() if not w.draining}
             except K26Error:
                 return
             missing = []
@@ -445,7 +507,10 @@ class Roll:
         second or more on SGLang), so one after another a restarted router would regain its capacity
         a member at a time while the roll waits for the lock."""
         add = partial(self.router.add, timeout=min(self.opts.add_timeout, 30.0))  # bounded: the roll waits
-        adds = [(m, in_thread(add, m.url, name=f"readmit-{m.name}")) for m in members]
+        adds = [
+            (m, in_thread(partial(add, settings=self._kept(m)), m.url, name=f"readmit-{m.name}"))
+            for m in members
+        ]
         wait([added for _, added in adds])  # all of them end under the lock, whatever one raises
         for member, added in adds:
             try:
@@ -466,7 +531,7 @@ class Roll:
         for member in self.members:
             state = self.record.members[member.name]
             phase = state.phase
-            if phase in (rec.REMOVING, rec.ADDING, rec.SOAKING):
+            if phase in (rec.REMOVING, rec.DRAINING, rec.ADDING, rec.SOAKING):  # DRAINING: SMG's window
                 with self._lock:
                     self._quietly_remove(member)  # make "out of the router" true, whatever the router did
             if phase in rec.IN_SERVICE and phase != rec.SOAKING:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -70,8 +70,16 @@ class RouterError(K26Error):
 class Worker:
     id: str
     url: str
-    healthy: bool
-    load: int = 0
+    healthy: bool  # the gateway routes to it
+    load: int = 0  # requests the gateway counts on it
+    status: str = ""  # the gateway's own word for it (SMG: pending, ready, not_ready, failed, draining)
+    priority: int | None = None
+    labels: dict[str, str] | None = None
+
+    @property
+    def draining(self) -> bool:
+        """Out of rotation but still listed while its requests finish (SMG's drain window)."""
+        return self.status == "draining"
 
 
 def normalize_url(url: str) -> str:
@@ -80,7 +88,13 @@ def normalize_url(url: str) -> str:
 
 
 class Router:
-    """Admin client for one router. Every request has its own deadline (`timeout`)."""
+    """Admin client for one sglang-router 0.3.x. Every request has its own deadline (`timeout`).
+    The roll's gateway port: `workers`, `add`, `remove`, `take_out`, `in_flight`."""
+
+    kind = "sglang-router"
+    detected = False  # set by the opener when the kind was asked of the gateway, not named
+    shape = "0.3.x"
+    speaks = "the sglang-router 0.3.x admin API"
 
     def __init__(
         self,
@@ -103,7 +117,7 @@ class Router:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> Router:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -142,8 +156,8 @@ class Router:
         except ValueError as exc:  # not JSON, or JSON beyond jsonsafe's limits
             problem = f"not JSON ({exc})"
         raise RouterError(
-            f"router {self.url}: {what} is not the 0.3.x shape ({clean(problem, limit=200)})",
-            "k26ctl speaks the sglang-router 0.3.x admin API",
+            f"router {self.url}: {what} is not the {self.shape} shape ({clean(problem, limit=200)})",
+            f"k26ctl speaks {self.speaks} here: check the fleet's router.kind",
         )
 
     def alive(self) -> bool:
@@ -197,9 +211,17 @@ class Router:
 
     # ---- operations that wait for their effect --------------------------------------------------
 
-    def add(self, url: str, *, timeout: float = 60.0, interval: float = 0.2) -> Worker:
+    def add(
+        self,
+        url: str,
+        *,
+        timeout: float = 60.0,
+        interval: float = 0.2,
+        settings: dict[str, Any] | None = None,
+    ) -> Worker:
         """Register `url` and wait until it is listed and healthy. A failed registration job with the
-        worker not listed, or the deadline, is an error (the caller decides what to do with it)."""
+        worker not listed, or the deadline, is an error (the caller decides what to do with it).
+        `settings` (what `take_out` kept) mean nothing to 0.3.x: k26ctl sets none there."""
         url = normalize_url(url)
         deadline = self._clock() + timeout
         worker_id = self._register(url, deadline)
@@ -246,3 +268,13 @@ class Router:
                 raise RouterError(f"router {self.url}: {url} still listed {timeout:g} s after DELETE")
             self._sleep(interval)
         return True
+
+    def take_out(self, url: str, *, timeout: float = 10.0, settle: float = 0.0) -> dict[str, Any] | None:
+        """Stop routing to `url`: on 0.3.x a DELETE, gone at once (the router keeps no drain window).
+        Returns the worker's settings to restore on `add` ({} here), None when it was not listed."""
+        return {} if self.remove(url, timeout=timeout) else None
+
+    def in_flight(self, url: str) -> int | None:
+        """The gateway's own count of requests still running on a worker taken out. 0.3.x forgets a
+        worker at DELETE, so it never knows: the roll reads the worker's own load instead."""
+        return None

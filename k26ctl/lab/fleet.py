@@ -1,4 +1,5 @@
-"""`k26ctl lab fleet up|down`: N lab hosts behind a real `sglang-router` on this machine's loopback.
+"""`k26ctl lab fleet up|down`: N lab hosts behind a real gateway on this machine's loopback:
+`sglang-router` 0.3.2, or SMG (`smg` 1.13.0) with `--gateway smg`.
 
 Each member is a lab host (its own nspawn + network namespace, 10.231.IDX.2) running the lab server
 bound to 0.0.0.0 inside its namespace, so the router in the root namespace reaches it directly at
@@ -20,9 +21,9 @@ from pathlib import Path
 import yaml
 
 from k26ctl.errors import ConfigError, UsageError
+from k26ctl.fleet.gateway import KINDS
 from k26ctl.fleet.model import OwnedRouter
-from k26ctl.fleet.router import Router
-from k26ctl.fleet.router_process import start_router, stop_router
+from k26ctl.fleet.router_process import LAUNCHERS, installed_version, start_router, stop_router
 from k26ctl.lab.host import lab_down, lab_up
 from k26ctl.lab.host.machine import check_name, state_root
 
@@ -41,10 +42,13 @@ class LabFleetState:
     router_pid: int
     router_log: str
     owned: dict[str, object]
+    gateway: str = "sglang-router"  # sglang-router | smg
 
     def save(self) -> None:
         path = fleet_dir(self.name) / "state.json"
-        path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+        from k26ctl.documents import tagged
+
+        path.write_text(json.dumps(tagged("lab-fleet", asdict(self)), indent=1), encoding="utf-8")
 
 
 def fleet_dir(name: str) -> Path:
@@ -57,9 +61,15 @@ def load_state(name: str) -> LabFleetState | None:
     path = fleet_dir(name) / "state.json"
     if not os.path.lexists(path):
         return None
-    return statefile.read_document(
+    state = statefile.read_document(
         path, LabFleetState, what=f"lab fleet {name}: state file", hint=f"remove {path.parent} to start over"
     )
+    if state.gateway not in LAUNCHERS:
+        raise ConfigError(
+            f"lab fleet {name}: state file: gateway {state.gateway[:40]!r} is not one k26ctl runs",
+            f"remove {path.parent} to start over",
+        )
+    return state
 
 
 def _free_port() -> int:
@@ -78,16 +88,22 @@ def _shipped_profile(name: str) -> Path:
 
 
 def write_fleet_file(
-    state_path: Path, name: str, hosts: list[str], urls: list[str], profile: Path, router_url: str
+    state_path: Path,
+    name: str,
+    hosts: list[str],
+    urls: list[str],
+    profile: Path,
+    router_url: str,
+    gateway: str = "sglang-router",
 ) -> Path:
     doc = {
         "fleet": {
             "name": name,
-            "description": f"{len(hosts)} lab hosts behind sglang-router on loopback",
+            "description": f"{len(hosts)} lab hosts behind {gateway} on loopback",
             "profile": str(profile),
             # the router runs in the root namespace: the lab server must listen beyond its loopback
             "set": ["sglang.host=0.0.0.0"],
-            "router": {"url": router_url},
+            "router": {"url": router_url, "kind": gateway},
             "members": [
                 {"name": h, "url": u, "set": [f"host.lab={h}"]} for h, u in zip(hosts, urls, strict=True)
             ],
@@ -105,11 +121,15 @@ def lab_fleet_up(
     *,
     profile: str = DEFAULT_PROFILE,
     real_sglang: tuple[str, ...] = (),
+    gateway: str = "sglang-router",
     on_progress: Callable[[str], None] = lambda _m: None,
 ) -> LabFleetState:
-    """Boot `size` lab hosts, start the router, deploy `profile` everywhere, register the workers.
+    """Boot `size` lab hosts, start the gateway, deploy `profile` everywhere, register the workers.
     `real_sglang`: the real SGLang releases each host serves next to the stand-in (lab_up's)."""
     check_name(name)
+    if gateway not in LAUNCHERS:
+        raise UsageError(f"--gateway {gateway}: not a gateway k26ctl runs", f"one of: {', '.join(LAUNCHERS)}")
+    version = installed_version(gateway)  # before any host boots
     if not 1 <= size <= 8:
         raise UsageError("--size must be between 1 and 8", "each member is a lab host with its own server")
     existing = load_state(name)
@@ -133,12 +153,12 @@ def lab_fleet_up(
         for host in hosts:
             on_progress(f"lab host {host}: booting")
             urls.append(f"http://{lab_up(host, real_sglang=real_sglang).address}:{WORKER_PORT}")
-        fleet_file = write_fleet_file(sdir, name, hosts, urls, _shipped_profile(profile), router_url)
-        on_progress(f"router: starting on {router_url}")
+        fleet_file = write_fleet_file(sdir, name, hosts, urls, _shipped_profile(profile), router_url, gateway)
+        on_progress(f"{gateway} {version}: starting on {router_url}")
         log = sdir / "router.log"
-        proc = start_router(owned, log)
+        proc = start_router(owned, log, kind=gateway)
         state = LabFleetState(
-            name, hosts, urls, str(fleet_file), router_url, proc.pid, str(log), owned.model_dump()
+            name, hosts, urls, str(fleet_file), router_url, proc.pid, str(log), owned.model_dump(), gateway
         )
         state.save()
         _deploy_and_register(state, on_progress)
@@ -153,14 +173,14 @@ def _deploy_and_register(state: LabFleetState, on_progress: Callable[[str], None
     from k26ctl.fleet.model import load_fleet
 
     fleet = load_fleet(state.fleet_file)
-    with Router(state.router_url) as router:
+    with KINDS[state.gateway](state.router_url) as router:
         for member in fleet.members:
             on_progress(f"{member.name}: deploying {member.loaded.path.name if member.loaded.path else ''}")
             result = deploy(member.loaded, DeployOptions(yes=True))
             if result.exit_code != 0:
                 raise UsageError(f"lab fleet: the first deploy to {member.name} failed: {result.message}")
             router.add(member.url, timeout=60)
-            on_progress(f"{member.name}: serving at {member.url}, registered with the router")
+            on_progress(f"{member.name}: serving at {member.url}, registered with {state.gateway}")
 
 
 def restart_router(name: str = DEFAULT_FLEET) -> LabFleetState:
@@ -169,7 +189,8 @@ def restart_router(name: str = DEFAULT_FLEET) -> LabFleetState:
     if state is None:
         raise UsageError(f"lab fleet {name} is not up", "k26ctl lab fleet up")
     stop_router(state.router_pid)
-    proc = start_router(OwnedRouter(**state.owned), Path(state.router_log))  # type: ignore[arg-type]
+    owned = OwnedRouter(**state.owned)  # type: ignore[arg-type]
+    proc = start_router(owned, Path(state.router_log), kind=state.gateway)
     state.router_pid = proc.pid
     state.save()
     return state

@@ -1,6 +1,7 @@
-"""`k26ctl lab demo --fleet`: rolling deploys behind the real router, with chat load running through it.
+"""`k26ctl lab demo --fleet`: rolling deploys behind the real gateway (sglang-router 0.3.2, or SMG
+1.13.0 with `--gateway smg`), with chat load running through it.
 
-1. a lab fleet of 3 at DDTree budget 7 behind sglang-router (booted if not up);
+1. a lab fleet of 3 at DDTree budget 7 behind the gateway (booted if not up);
 2. a good roll to patched budget 16: every member out, drained, deployed, smoke-tested, back;
 3. a roll to unpatched budget 16: the canary fails its smoke, the roll halts, the canary stays out of
    the router, the other two keep serving; clients never see the degenerate text;
@@ -15,9 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from k26ctl.errors import UsageError
 from k26ctl.fleet.api import roll_fleet, roll_options
 from k26ctl.fleet.model import load_fleet
 from k26ctl.fleet.roll import RollEvent, RollResult
+from k26ctl.fleet.router_process import LAUNCHERS
 from k26ctl.lab.fleet import lab_fleet_up, load_state
 from k26ctl.lab.load import LoadReport, run_load
 
@@ -60,12 +63,23 @@ def _roll(
 
 
 def run_fleet_demo(
-    name: str, say: Callable[[str], None], on_event: Callable[[RollEvent], None] | None
+    name: str,
+    say: Callable[[str], None],
+    on_event: Callable[[RollEvent], None] | None,
+    *,
+    gateway: str = "sglang-router",
 ) -> list[DemoRoll]:
+    if gateway not in LAUNCHERS:
+        raise UsageError(f"--gateway {gateway}: not a gateway k26ctl runs", f"one of: {', '.join(LAUNCHERS)}")
     state = load_state(name)
+    if state is not None and state.gateway != gateway:
+        raise UsageError(
+            f"lab fleet {name} is up behind {state.gateway}, not {gateway}",
+            f"k26ctl lab fleet down --name {name} (or pass --gateway {state.gateway})",
+        )
     if state is None:
-        say(f"== lab fleet {name}: 3 lab hosts behind sglang-router, DDTree budget 7")
-        state = lab_fleet_up(name, 3, on_progress=say)
+        say(f"== lab fleet {name}: 3 lab hosts behind {gateway}, DDTree budget 7")
+        state = lab_fleet_up(name, 3, gateway=gateway, on_progress=say)
     else:
         say(f"== lab fleet {name} is up: back to budget 7 first")
         fleet = load_fleet(state.fleet_file, BUDGET7)
@@ -86,7 +100,7 @@ def run_fleet_demo(
         say(f"   roll: {result.status} in {result.wall_seconds:.1f} s: {result.record.reason}")
         for member, where in result.where().items():
             say(f"     {member}: {where}")
-        say(f"   clients through the router: {load.text().splitlines()[0]}")
+        say(f"   clients through {state.gateway}: {load.text().splitlines()[0]}")
     return rolls
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from k26ctl.report import charts
+from k26ctl.report.restarts import restart_chart
 from k26ctl.report.values import as_dict
 from k26ctl.report.values import num as _num
 from k26ctl.report.values import shown as _shown
@@ -138,4 +139,8 @@ def bisect_view(doc: dict[str, Any], name: str = "bisect") -> dict[str, Any]:
     view["doc"] = doc
     view["timeline"] = timeline_chart(view["steps"], f"{name}-timeline")
     view["interval"] = interval_chart(view, f"{name}-interval")
+    view["restarts"] = restart_chart(
+        [(f"step {s.get('step') or n + 1}", s.get("phases")) for n, s in enumerate(view["steps"])],
+        f"{name}-restarts",
+    )
     return view

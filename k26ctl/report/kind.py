@@ -1,12 +1,17 @@
-"""Which command's JSON document this is, told by its shape (the documents carry no common tag)."""
+"""Which page draws a JSON document: told by its tag (`kind`, `schema_version`: k26ctl/documents.py),
+or, for an untagged document of the release before the tag, by its shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from k26ctl.documents import SCHEMA_VERSION, tag_of
 from k26ctl.errors import ConfigError
 
 KINDS = ("smoke", "deploy", "bisect", "bisect-log", "sweep", "fleet-roll")
+# document kind -> the view that draws it
+VIEWS = {kind: kind for kind in KINDS} | {"rollback": "deploy"}
+DRAWN = "smoke, deploy, bisect-config (or its log), sweep (or its log) or a fleet deploy"
 
 
 def kind_of(doc: Any) -> str:
@@ -14,6 +19,25 @@ def kind_of(doc: Any) -> str:
         raise ConfigError(
             "not a k26ctl result: the JSON is not an object", "save a command's --json output and pass that"
         )
+    tag = tag_of(doc)
+    if tag is None:
+        return _kind_by_shape(doc)
+    kind, version = tag
+    if version > SCHEMA_VERSION:
+        raise ConfigError(
+            f"a {kind} document of schema version {version}: this k26ctl reads up to {SCHEMA_VERSION}",
+            "draw it with the k26ctl that wrote it, or upgrade this one",
+        )
+    if kind not in VIEWS:
+        raise ConfigError(
+            f"a {kind} document: report draws no page for it",
+            f"pass the --json output of {DRAWN}",
+        )
+    return VIEWS[kind]
+
+
+def _kind_by_shape(doc: dict[str, Any]) -> str:
+    """The untagged documents of the release before the tag."""
     if doc.get("kind") == "fleet-roll":
         return "fleet-roll"
     if doc.get("kind") in ("deploy", "rollback") and "steps" in doc and "verdict" in doc:
@@ -28,6 +52,5 @@ def kind_of(doc: Any) -> str:
         return "sweep"
     raise ConfigError(
         "not a k26ctl result this command can draw",
-        "pass the --json output of smoke, deploy, bisect-config (or its log), sweep (or its log) "
-        "or a fleet deploy",
+        f"pass the --json output of {DRAWN}",
     )

@@ -53,10 +53,19 @@ def _view(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
 
         return {"smoke": smoke_view(doc)}
     if kind == "deploy":
+        from k26ctl.report.restarts import phase_table, restart_chart
         from k26ctl.report.smoke_view import smoke_view
 
         smoke = doc.get("smoke") if isinstance(doc.get("smoke"), dict) else None
-        return {"deploy": doc, "smoke": smoke_view(smoke) if smoke else None}
+        restart = {
+            "chart": restart_chart([("this restart", doc.get("phases"))], "deploy-restart"),
+            "rows": phase_table(doc.get("phases")),
+            "expected": doc.get("expected_downtime")
+            if isinstance(doc.get("expected_downtime"), dict)
+            else None,
+            "readahead": doc.get("readahead") if isinstance(doc.get("readahead"), dict) else None,
+        }
+        return {"deploy": doc, "smoke": smoke_view(smoke) if smoke else None, "restart": restart}
     if kind in ("bisect", "bisect-log"):
         from k26ctl.report.bisect_view import bisect_view
 

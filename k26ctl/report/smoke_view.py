@@ -134,6 +134,29 @@ def accept_chart(doc: dict[str, Any], name: str) -> Any:
         return charts.svg(fig, name, "Accept length per request against the floor")
 
 
+def accept_rule_view(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """How the run's accept length was judged (the document's `accept_rule`), with the warnings it
+    gave: each mark the verdict compares against, and the prior run a collapse is measured from."""
+    rule = as_dict(doc.get("accept_rule"))
+    if not rule:
+        return None
+    prior = as_dict(rule.get("prior"))
+    marks = [
+        ("expected up to", _num(rule.get("longest")), "the longest accept length this configuration allows"),
+        ("low below", _num(rule.get("low_below")), "a warning: slower than it could be, not wrong"),
+        ("nothing accepted at", _num(rule.get("nothing_accepted_at")), "fails: the drafter accepts nothing"),
+        ("floor", _num(rule.get("floor")), "fails: --min-accept-length / smoke.min_accept_length"),
+        ("collapse at", _num(prior.get("collapse_at")), "fails: lost half the gain the prior run had"),
+    ]
+    return {
+        "algorithm": rule.get("algorithm"),
+        "measured": _num(doc.get("accept_length")),
+        "marks": [{"name": n, "value": v, "meaning": m} for n, v, m in marks if v is not None],
+        "prior": prior or None,
+        "warnings": [str(w) for w in doc.get("warnings") or [] if isinstance(w, str)],
+    }
+
+
 def smoke_view(doc: dict[str, Any], name: str = "smoke") -> dict[str, Any]:
     probes = _probe_answers(doc)
     results = [r for r in doc.get("results") or [] if isinstance(r, dict)]
@@ -144,4 +167,5 @@ def smoke_view(doc: dict[str, Any], name: str = "smoke") -> dict[str, Any]:
         "accept_chart": accept_chart(doc, f"{name}-accept"),
         "probes": (as_dict(doc.get("probes")) or None),
         "suite_findings": [f for f in doc.get("suite_findings") or [] if isinstance(f, dict)],
+        "accept_rule": accept_rule_view(doc),
     }

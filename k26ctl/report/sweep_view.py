@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from k26ctl.report import charts
+from k26ctl.report.restarts import restart_chart
 from k26ctl.report.values import num as _num
 from k26ctl.report.values import shown as _shown
 
@@ -190,6 +191,9 @@ def sweep_view(doc: dict[str, Any], name: str = "sweep") -> dict[str, Any]:
             c for n, k in enumerate(keys) if (c := param_chart(doc, k, keys, f"{name}-p{n}")) is not None
         ],
         "pareto_chart": pareto_chart(doc, f"{name}-pareto"),
+        "restarts": restart_chart(
+            [(f"point {p.get('number')}", p.get("phases")) for p in points], f"{name}-restarts"
+        ),
         "best_assignment": ", ".join(
             f"{k}={_shown(v)}" for k, v in ((doc.get("best") or {}).get("assignment") or {}).items()
         ),

@@ -14,7 +14,9 @@ its own fails a run only where it clearly means something is broken:
 Otherwise a low accept length is a warning that names the number and the configuration's expected
 range where one is known: steps + 1 for EAGLE-style chains, the block for DFlash/DDTree. NGRAM has
 none: its `speculative_num_draft_tokens` is the size of a tree (SGLang sets eagle_topk 10, num_steps 0),
-not a chain depth, and what it accepts depends on how much the text repeats itself.
+not a chain depth, and what it accepts depends on how much the text repeats itself. Which algorithm is
+which kind, and where its range is read, is the algorithm catalogue's (k26ctl/algorithms.py); an
+algorithm the catalogue lacks gets no range and no "accepts nothing" verdict.
 """
 
 from __future__ import annotations
@@ -22,12 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from k26ctl.algorithms import Algorithm
+from k26ctl.algorithms import algorithm as catalogued
 from k26ctl.smoke.finding import Finding
-
-STEP_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "MTP")
-BLOCK_ALGORITHMS = ("DFLASH", "DDTREE")
-# Drafters whose acceptance depends on the text repeating itself, not on a model of it.
-LOOKUP_ALGORITHMS = ("NGRAM", "LOOKAHEAD")
 
 # At or below this accept length nothing is accepted: fewer than one draft token in 20 verify passes.
 NOTHING_ACCEPTED = 1.05
@@ -65,9 +64,13 @@ class AcceptRule:
     prior: PriorAccept | None = None
 
     @property
+    def row(self) -> Algorithm | None:
+        return catalogued(self.algorithm) if self.algorithm else None
+
+    @property
     def meant_to_accept(self) -> bool:
         """A model drafter (not a lookup table) that should accept something on any text."""
-        return bool(self.algorithm) and self.algorithm not in LOOKUP_ALGORITHMS
+        return self.row is not None and self.row.kind in ("chain", "block")
 
     @property
     def low_mark(self) -> float:
@@ -76,11 +79,14 @@ class AcceptRule:
         return max(LOW_FLOOR, 1.0 + LOW_SHARE * (self.longest - 1.0))
 
     def expected_range(self) -> str:
+        row = self.row
         if self.longest is None:
-            if self.algorithm in LOOKUP_ALGORITHMS:
+            if row is not None and row.kind == "lookup":
                 return f"no expected range for {self.algorithm}: it drafts from text the request repeats"
+            if self.algorithm and row is None:
+                return f"no expected range known for {self.algorithm}: k26ctl's algorithm catalogue lacks it"
             return "no expected range known for this configuration"
-        how = "steps + 1" if self.algorithm in STEP_ALGORITHMS else "the draft block"
+        how = "steps + 1" if row is not None and row.kind == "chain" else "the draft block"
         return f"expected up to {self.longest:g} ({how}) for {self.algorithm}"
 
     def to_json(self) -> dict[str, Any]:
@@ -117,13 +123,16 @@ def longest_accept(info: dict[str, Any] | None) -> float | None:
     """steps + 1 for EAGLE-style chains; the draft block for DFlash/DDTree (whose depth is block - 1);
     None for NGRAM (its draft-token count is a tree size) and for what is not known."""
     args = server_args(info)
-    algorithm = algorithm_of(info)
+    row = catalogued(algorithm_of(info)) if algorithm_of(info) else None
     value: Any = None
-    if algorithm in STEP_ALGORITHMS:
-        steps = args.get("speculative_num_steps")
-        value = steps + 1 if isinstance(steps, int) and not isinstance(steps, bool) else None
-    elif algorithm in BLOCK_ALGORITHMS:
-        value = args.get("speculative_dflash_block_size") or args.get("speculative_num_draft_tokens")
+    for source in row.reach if row is not None else ():
+        if source == "steps+1":
+            steps = args.get("speculative_num_steps")
+            value = steps + 1 if isinstance(steps, int) and not isinstance(steps, bool) else None
+        else:
+            value = args.get(source)
+        if value:
+            break
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 2:
         return None
     return float(value)
@@ -190,7 +199,7 @@ def suite_findings(value: float, rule: AcceptRule) -> list[Finding]:
                 NOTHING_ACCEPTED,
                 f"{label}: the drafter accepts nothing ({rule.expected_range()}); every draft is "
                 "rejected, so speculation only costs time: a broken or untrained drafter (wrong draft "
-                "model, wrong target layers, random weights)",
+                "model, wrong target layers, random weights; sgl-project/sglang#27829)",
             )
         ]
     if value < rule.low_mark:

@@ -55,10 +55,11 @@ class Baseline:
         }
 
     def save(self, path: str | Path) -> None:
+        from k26ctl.documents import tagged
         from k26ctl.outputs import write_atomic
         from k26ctl.termsafe import json_text
 
-        write_atomic(path, json_text(self.to_json(), indent=2) + "\n")
+        write_atomic(path, json_text(tagged("smoke-baseline", self.to_json()), indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Baseline:

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
+from k26ctl.documents import tagged
 from k26ctl.smoke.acceptance import AcceptRule
 from k26ctl.smoke.baseline import BaselineComparison
 from k26ctl.smoke.detectors import Finding
@@ -117,6 +118,8 @@ class SmokeReport:
     rescoring: RescoreReport | None = None  # the sampled answers rescored by one prefill each
     # lossy-by-design settings the server runs with (read back from /server_info and the unit)
     lossy_levers: list[str] = field(default_factory=list)
+    # the accept length against its configuration's baseline on the host (deploy/accept_baseline.py)
+    accept_baseline: dict[str, Any] | None = None
 
     @property
     def measured_accept_length(self) -> float | None:
@@ -157,6 +160,9 @@ class SmokeReport:
         measured = self.measured_accept_length
         if measured is not None:
             parts.append(f"accept_len={measured:.2f}")
+            base = (self.accept_baseline or {}).get("baseline")
+            if isinstance(base, (int, float)):
+                parts.append(f"(baseline {base:.2f})")
             low = [f for f in self.suite_findings if f.detector == "measured_accept_low"]
             if low and self.accept_rule is not None:
                 parts.append(f"(low: {self.accept_rule.expected_range()})")
@@ -197,37 +203,41 @@ class SmokeReport:
         return [f for f in self.suite_findings if f.severity == "warn"]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "summary": self.summary(),
-            "base_url": self.base_url,
-            "model": self.model,
-            "suite": self.suite,
-            "concurrency": self.concurrency,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "server": self.server_identity,
-            "accept_length": self.measured_accept_length,
-            "server_avg_accept_length": {
-                "before": self.server_accept_before,
-                "after": self.server_accept_after,
-                "note": "context only: SGLang's lifetime average since start or the last cache flush, "
-                "rolled up every --decode-log-interval decode steps (absent before the first); read "
-                "before the probes flushed the cache",
+        return tagged(
+            "smoke",
+            {
+                "passed": self.passed,
+                "summary": self.summary(),
+                "base_url": self.base_url,
+                "model": self.model,
+                "suite": self.suite,
+                "concurrency": self.concurrency,
+                "wall_seconds": round(self.wall_seconds, 3),
+                "server": self.server_identity,
+                "accept_length": self.measured_accept_length,
+                "server_avg_accept_length": {
+                    "before": self.server_accept_before,
+                    "after": self.server_accept_after,
+                    "note": "context only: SGLang's lifetime average since start or the last cache flush, "
+                    "rolled up every --decode-log-interval decode steps (absent before the first); read "
+                    "before the probes flushed the cache",
+                },
+                "deterministic_server": self.deterministic_server,
+                "generation_seconds": round(self.generation_seconds, 3),
+                "min_accept_length": self.min_accept_length,
+                "accept_rule": self.accept_rule.to_json() if self.accept_rule else None,
+                "accept_baseline": self.accept_baseline,
+                "warnings": [f.message for f in self.warnings],
+                "suite_findings": [f.to_json() for f in self.suite_findings],
+                "baseline": self.baseline.to_json() if self.baseline else None,
+                "baseline_recorded": self.baseline_recorded,
+                "results": [r.to_json() for r in self.results],
+                "probes": self.probes.to_json() if self.probes else None,
+                "rescoring": self.rescoring.to_json() if self.rescoring else None,
+                "lossy_levers": self.lossy_levers,
+                "health_after": self.health_after,
             },
-            "deterministic_server": self.deterministic_server,
-            "generation_seconds": round(self.generation_seconds, 3),
-            "min_accept_length": self.min_accept_length,
-            "accept_rule": self.accept_rule.to_json() if self.accept_rule else None,
-            "warnings": [f.message for f in self.warnings],
-            "suite_findings": [f.to_json() for f in self.suite_findings],
-            "baseline": self.baseline.to_json() if self.baseline else None,
-            "baseline_recorded": self.baseline_recorded,
-            "results": [r.to_json() for r in self.results],
-            "probes": self.probes.to_json() if self.probes else None,
-            "rescoring": self.rescoring.to_json() if self.rescoring else None,
-            "lossy_levers": self.lossy_levers,
-            "health_after": self.health_after,
-        }
+        )
 
     def to_junit(self) -> str:
         """JUnit XML: one test case per request, plus one for the suite-wide checks."""

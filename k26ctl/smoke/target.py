@@ -10,27 +10,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from k26ctl.errors import ConfigError
+from k26ctl import inputs
 from k26ctl.remote import connect
 from k26ctl.smoke.runner import SmokeOptions, SmokeTarget
 
 if TYPE_CHECKING:
     from k26ctl.profile import Profile
     from k26ctl.remote.base import Host
-
-
-def api_key_from_env(variable: str | None) -> str | None:
-    """The API key named by `sglang.api_key_env` / `--api-key-env`; a named but unset variable is an error."""
-    if not variable:
-        return None
-    from k26ctl.inputs import env_secret
-
-    value = env_secret(variable, what="the API key", hint=f"export {variable}=... with the server's key")
-    if not value:
-        raise ConfigError(
-            f"the API key variable {variable} is not set", f"export {variable}=... or drop --api-key-env"
-        )
-    return value
 
 
 def options_from_profile(profile: Profile, **overrides: object) -> SmokeOptions:
@@ -73,7 +59,7 @@ def profile_target(
 ) -> Iterator[SmokeTarget]:
     """Connect to the profile's host and forward a local port to its SGLang server. `on_host` is
     called with the connection first (to read what the host remembers, say)."""
-    api_key = api_key_from_env(api_key_env or profile.sglang.api_key_env)
+    api_key = inputs.api_key(api_key_env or profile.sglang.api_key_env)
     with (
         connect(profile, accept_new_host_key=accept_new_host_key) as host,
         server_url(host, profile) as url,

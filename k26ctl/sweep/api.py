@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from k26ctl.bisect.plan import Assignment, describe
-from k26ctl.bisect.setdiff import flatten, with_assignment
-from k26ctl.bisect.steps import Deployer
-from k26ctl.deploy.confirm import confirm_change
-from k26ctl.errors import ConfigError, K26Error, UsageError
-from k26ctl.profile import LoadedProfile, SpecAlgorithm, load_profile
+from k26ctl.errors import ConfigError, UsageError
+from k26ctl.profile import LoadedProfile, load_profile
+from k26ctl.search.assignment import Assignment, describe, flatten, with_assignment
+from k26ctl.search.ops import ResetResult, confirm_restarts, reset_session
+from k26ctl.search.session import DEFAULT_SESSION
+from k26ctl.search.step import Deployer
 from k26ctl.statefile import BadStateError
 from k26ctl.sweep.load import LoadSpec
 from k26ctl.sweep.prompts import TEMPLATES, load_prompts, render
@@ -20,7 +20,7 @@ from k26ctl.sweep.result import SweepResult
 from k26ctl.sweep.runner import Measure, PointRunner, http_measure
 from k26ctl.sweep.search import Control, Finished, NextPoint, SweepPlanner
 from k26ctl.sweep.space import Param, check_params, grid, point_id
-from k26ctl.sweep.state import DEFAULT_SESSION, Objective, PointRecord, SweepSession, SweepSpec, by_id
+from k26ctl.sweep.state import Objective, PointRecord, SweepSession, SweepSpec, by_id
 
 Confirm = Callable[[str], bool]
 
@@ -106,11 +106,11 @@ def build_spec(
 
 def controls_for(loaded: LoadedProfile) -> list[Control]:
     """Speculation off and the plain DFlash chain, as far as they differ from the profile itself."""
-    algorithm = loaded.profile.spec.algorithm
+    algorithm = loaded.profile.spec.algorithm.value
     found = []
-    if algorithm != SpecAlgorithm.NONE:
+    if algorithm != "NONE":
         found.append(Control("speculation off", {"spec.algorithm": "NONE"}))
-    if algorithm == SpecAlgorithm.DDTREE:
+    if algorithm == "DDTREE":
         found.append(Control("DFlash chain", {"spec.algorithm": "DFLASH"}))
     return found
 
@@ -122,7 +122,7 @@ def break_points(loaded: LoadedProfile) -> dict[str, Any]:
     """Where throughput along a key is known not to be unimodal: a DDTree budget of block size - 1 is
     the full draft chain; one node more makes a width-2 tree and throughput dips (see search.py)."""
     spec = loaded.profile.spec
-    if spec.algorithm != SpecAlgorithm.DDTREE or not spec.block_size or spec.block_size < 2:
+    if spec.algorithm.value != "DDTREE" or not spec.block_size or spec.block_size < 2:
         return {}
     return {BUDGET_KEY: spec.block_size - 1}
 
@@ -156,10 +156,27 @@ def prepare(spec: SweepSpec) -> Prepared:
     controls = controls_for(base) if spec.controls else []
     for point in [start, *(c.assignment for c in controls)]:
         ensure_valid(with_assignment(base, point).profile)
+    _ensure_same_scheduling(base, start, params, controls)
     planner = SweepPlanner(params, start, controls, rounds=spec.rounds, breaks=break_points(base))
     prompts = [render(messages, spec.template) for messages in load_prompts()]
     load = LoadSpec(prompts, list(spec.concurrency), spec.requests_per_level, spec.max_new_tokens)
     return Prepared(base, planner, spec.objective_obj(), load)
+
+
+def _ensure_same_scheduling(
+    base: LoadedProfile, start: Assignment, params: Sequence[Param], controls: Sequence[Control]
+) -> None:
+    """Every arm the sweep may measure runs under the same scheduler, or the comparison is void."""
+    from k26ctl.validate.crossflag import mixed_scheduling
+
+    arms = [("default", with_assignment(base, start).profile)]
+    arms += [(c.label, with_assignment(base, c.assignment).profile) for c in controls]
+    for param in params:
+        for value in param.values:
+            arms.append((f"{param.key}={value}", with_assignment(base, {**start, param.key: value}).profile))
+    finding = mixed_scheduling(arms)
+    if finding is not None:
+        raise ConfigError(f"{finding.code}: {finding.message}", finding.hint)
 
 
 def _label(point: NextPoint, planner: SweepPlanner) -> str:
@@ -201,7 +218,7 @@ def run_sweep(
 def _runner(prepared: Prepared, ctx: Context) -> PointRunner:
     deployer = ctx.deployer
     if deployer is None:
-        from k26ctl.bisect.steps import HostDeployer
+        from k26ctl.search.step import HostDeployer
 
         deployer = HostDeployer(
             smoke_in_deploy=True, on_event=ctx.on_deploy_event, accept_new_host_key=ctx.accept_new_host_key
@@ -210,13 +227,11 @@ def _runner(prepared: Prepared, ctx: Context) -> PointRunner:
 
 
 def _confirm(ctx: Context, question: str) -> None:
-    confirm_change(
-        ctx.confirm,
-        question,
-        yes=ctx.yes,
-        command="sweep",
-        no_terminal="a sweep restarts the service once per point and there is no terminal to confirm it",
-    )
+    confirm_restarts(_session(ctx), ctx.confirm, question, yes=ctx.yes, per="point")
+
+
+def _session(ctx: Context) -> SweepSession:
+    return SweepSession(ctx.session, ctx.state_directory)
 
 
 def describe_space(spec: SweepSpec) -> str:
@@ -229,15 +244,15 @@ def describe_space(spec: SweepSpec) -> str:
 
 
 def start(spec: SweepSpec, ctx: Context) -> SweepResult:
-    session = SweepSession(ctx.session, ctx.state_directory)
-    _refuse_existing(session)
+    session = _session(ctx)
+    session.refuse_existing()
     prepared = prepare(spec)
     ctx.note(describe_space(spec))
     _confirm(ctx, f"Sweep {describe_space(spec)}, restarting the service for each point?")
     with session.locked():
-        _refuse_existing(session)
+        session.refuse_existing()
         if ctx.deployer is None:
-            from k26ctl.bisect.restore import capture_live
+            from k26ctl.search.restore import capture_live
 
             spec.original = capture_live(prepared.base, accept_new_host_key=ctx.accept_new_host_key)
         session.create(spec)
@@ -245,7 +260,7 @@ def start(spec: SweepSpec, ctx: Context) -> SweepResult:
 
 
 def resume(ctx: Context) -> SweepResult:
-    session = SweepSession(ctx.session, ctx.state_directory)
+    session = _session(ctx)
     spec = session.spec()
     prepared = prepare(spec)
     _confirm(ctx, f"Resume the sweep of {describe_space(spec)}?")
@@ -253,19 +268,10 @@ def resume(ctx: Context) -> SweepResult:
         return run_sweep(session, spec, prepared, _runner(prepared, ctx), ctx.reporter)
 
 
-def _refuse_existing(session: SweepSession) -> None:
-    if session.exists():
-        raise UsageError(
-            f"sweep session {session.name!r} already exists ({session.spec_path})",
-            "continue it with --resume, end it with 'k26ctl sweep reset' (restores the deployment), "
-            "or pick another --session NAME",
-        )
-
-
 def current_result(ctx: Context) -> tuple[SweepSpec, SweepResult, BadStateError | None]:
     """The session as it stands (for `sweep log`), without deploying anything: the points that read,
     and the error for the records that do not (the caller shows the rest, then reports it)."""
-    session = SweepSession(ctx.session, ctx.state_directory)
+    session = _session(ctx)
     spec = session.spec()
     prepared = prepare(spec)
     read = session.read_points()
@@ -282,40 +288,19 @@ def current_result(ctx: Context) -> tuple[SweepSpec, SweepResult, BadStateError 
     best_assignment = prepared.planner.best_known(lookup)
     best = known.get(point_id(best_assignment)) if best_assignment is not None else None
     result = SweepResult(session.name, status, prepared.objective, points, best, spec.max_restarts)
-    return spec, result, read.error("sweep log", session.reset_hint())
-
-
-@dataclass
-class ResetResult:
-    session: str
-    restored: bool
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "restored": self.restored, "message": self.message}
+    return spec, result, read.error(session.log_name, session.reset_hint())
 
 
 def reset(ctx: Context, *, restore: bool = True) -> ResetResult:
     """Put back the deployment that was live before the sweep, then forget the session."""
-    session = SweepSession(ctx.session, ctx.state_directory)
+    session = _session(ctx)
     spec = session.spec()
-    with session.locked():
-        restored, message = False, "session removed; the host was left as it is"
-        if restore and spec.original is not None:
-            from k26ctl.bisect.restore import restore_live
-
-            _confirm(ctx, "Restore the unit and patches that were live before the sweep, and restart?")
-            outcome = restore_live(
-                load_profile(spec.profile, spec.sets),
-                spec.original,
-                on_event=ctx.on_deploy_event,
-                accept_new_host_key=ctx.accept_new_host_key,
-            )
-            if not outcome.ready:
-                raise K26Error(
-                    f"reset: {outcome.message}; the session is kept",
-                    "check the service (k26ctl status PROFILE), then run reset again",
-                )
-            restored, message = True, f"restored the deployment from before the sweep: {outcome.message}"
-        session.remove()
-    return ResetResult(session.name, restored, message)
+    return reset_session(
+        session,
+        spec.original,
+        lambda: load_profile(spec.profile, spec.sets),
+        lambda question: _confirm(ctx, question),
+        restore=restore,
+        on_event=ctx.on_deploy_event,
+        accept_new_host_key=ctx.accept_new_host_key,
+    )

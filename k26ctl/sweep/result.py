@@ -10,8 +10,9 @@ from typing import Any
 
 import yaml
 
-from k26ctl.bisect.plan import Assignment
+from k26ctl.documents import tagged
 from k26ctl.profile import apply_overrides
+from k26ctl.search.assignment import Assignment
 from k26ctl.sweep.space import point_id
 from k26ctl.sweep.state import Objective, PointRecord
 
@@ -76,6 +77,7 @@ class SweepResult:
             "accept_length": target.accept_length if target else None,
             "levels": [lv.to_json() for lv in point.levels],
             "detail": point.detail,
+            "phases": point.phases,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -89,18 +91,21 @@ class SweepResult:
             base = self.score(point)
             key = "default" if point.role == "default" else point.label
             gains[key] = round(best_score / base - 1.0, 4) if best_score and base else None
-        return {
-            "session": self.session,
-            "status": self.status,
-            "objective": {"description": self.objective.describe(), **self.objective.__dict__},
-            "best": best,
-            "gain_over": gains,
-            "points": [self._point_json(p) for p in self.points],
-            "pareto": [p.number for p in pareto_front(self.points, self.objective.concurrency)],
-            "restarts": self.restarts,
-            "max_restarts": self.max_restarts,
-            "seconds": round(sum(p.seconds for p in self.points), 2),
-        }
+        return tagged(
+            "sweep",
+            {
+                "session": self.session,
+                "status": self.status,
+                "objective": {"description": self.objective.describe(), **self.objective.__dict__},
+                "best": best,
+                "gain_over": gains,
+                "points": [self._point_json(p) for p in self.points],
+                "pareto": [p.number for p in pareto_front(self.points, self.objective.concurrency)],
+                "restarts": self.restarts,
+                "max_restarts": self.max_restarts,
+                "seconds": round(sum(p.seconds for p in self.points), 2),
+            },
+        )
 
 
 def winner_profile(original: str, sets: Sequence[str], assignment: Assignment, name: str | None) -> str:

@@ -1,7 +1,7 @@
 """One sweep point: deploy it (a restart), gate it on smoke, then measure it under load.
 
-Deploying and smoking go through bisect-config's Deployer seam (k26ctl.deploy underneath, smoke in
-the deploy, then the suite again only when the deploy had nothing to restart); the load measurement
+Deploying and smoking go through the shared search step, k26ctl.search.step (k26ctl.deploy underneath,
+smoke in the deploy, then the suite again only when the deploy had nothing to restart); the load measurement
 runs against the server's URL as that seam forwards it. An incoherent point is recorded and never
 measured: its throughput would be the speed of garbage.
 """
@@ -12,11 +12,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from k26ctl.bisect.plan import Assignment
-from k26ctl.bisect.setdiff import with_assignment
-from k26ctl.bisect.steps import Deployer
-from k26ctl.bisect.verdict import Verdict
 from k26ctl.profile import LoadedProfile
+from k26ctl.search.assignment import Assignment, with_assignment
+from k26ctl.search.step import Deployer
+from k26ctl.search.verdict import Verdict
 from k26ctl.sweep.load import LevelResult, LoadSpec, measure
 from k26ctl.sweep.state import PointRecord
 
@@ -44,11 +43,12 @@ class PointRunner:
         ) -> PointRecord:
             seconds = time.monotonic() - began
             return PointRecord(
-                number, dict(assignment), role, label, up, coherent, restarted, seconds, detail, levels
-            )
+                number, dict(assignment), role, label, up, coherent, restarted, seconds, detail, levels,
+                phases=deployed.phases,
+            )  # fmt: skip
 
         loaded = with_assignment(self.base, assignment)
-        deployed = self.deployer.deploy(loaded)
+        deployed = self.deployer.deploy(loaded)  # record() below reads its restart phases
         if not deployed.up:
             why = deployed.detail if deployed.refused else f"did not come up: {deployed.detail}"
             return record(False, False, deployed.restarted, why, [])

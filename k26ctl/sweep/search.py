@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from k26ctl.bisect.plan import Assignment
+from k26ctl.search.assignment import Assignment
 from k26ctl.sweep.space import Param, point_id
 
 GOLDEN = (3 - math.sqrt(5)) / 2  # 0.382

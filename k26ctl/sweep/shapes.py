@@ -74,6 +74,7 @@ class PointShape(_Shape):
     seconds: float = 0.0
     detail: str = ""
     levels: list[LevelShape] = Field(default_factory=list)
+    phases: dict[str, Any] | None = None
 
 
 class PointStartShape(_Shape):

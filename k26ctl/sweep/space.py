@@ -16,9 +16,8 @@ from typing import Any
 
 import yaml
 
-from k26ctl.bisect.candidates import parse_value
-from k26ctl.bisect.plan import Assignment, assignment_id
 from k26ctl.errors import UsageError
+from k26ctl.search.assignment import Assignment, assignment_id, parse_value
 
 RANGE = re.compile(r"^\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?$")
 MAX_VALUES = 4096

@@ -5,39 +5,27 @@
         {"event": "start", "number": n, "assignment": {...}, "role": ...}   before the deploy
         {"event": "point", "number": n, "assignment": {...}, "coherent": ..., "levels": [...], ...}
 
-The same conventions as bisect-config's sessions: a start without its point record was interrupted
-and is measured again; a measured point is never measured again (the planner looks every point up by
-its canonical assignment); a torn last line is ignored.
+The conventions are the shared session core's (k26ctl.search.session): a start without its point
+record was interrupted and is measured again; a measured point is never measured again; a torn last
+line is ignored.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from k26ctl.bisect.eventlog import EventLog, exclusive, first_wins
-from k26ctl.bisect.plan import Assignment
-from k26ctl.bisect.session import SESSION_NAME, _write_json_atomic
-from k26ctl.errors import K26Error, UsageError
-from k26ctl.statedir import ensure_dir
+from k26ctl.search.assignment import Assignment
+from k26ctl.search.session import SearchSession, SessionKind
 from k26ctl.statefile import Records
 from k26ctl.sweep.load import LevelResult
 from k26ctl.sweep.search import Evaluation
 from k26ctl.sweep.shapes import PointShape, SweepFileShape, log_record_shape
 from k26ctl.sweep.space import Param, point_id
 
-DEFAULT_SESSION = "default"
-
-
-def state_dir() -> Path:
-    from k26ctl.statedir import state_root
-
-    return state_root() / "k26ctl" / "sweep"
+SWEEP = SessionKind("sweep", "sweep", "sweep", "k26ctl sweep PROFILE --param KEY=SPEC")
 
 
 @dataclass
@@ -98,6 +86,7 @@ class PointRecord:
     seconds: float
     detail: str
     levels: list[LevelResult] = field(default_factory=list)
+    phases: dict[str, Any] | None = None  # the deploy's restart phases (deploy.phases JSON)
 
     def level(self, concurrency: int) -> LevelResult | None:
         return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
@@ -112,20 +101,9 @@ class PointRecord:
         return Evaluation(True, level.output_tokens_per_s, feasible)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "event": "point",
-            "number": self.number,
-            "assignment": self.assignment,
-            "role": self.role,
-            "label": self.label,
-            "up": self.up,
-            "coherent": self.coherent,
-            "restarted": self.restarted,
-            "seconds": round(self.seconds, 3),
-            "detail": self.detail,
-            "levels": [lv.to_json() for lv in self.levels],
-            "time": time.time(),
-        }
+        levels = [lv.to_json() for lv in self.levels]
+        fields = {**asdict(self), "seconds": round(self.seconds, 3), "levels": levels}
+        return {"event": "point", **fields, "time": time.time()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PointRecord:
@@ -134,106 +112,50 @@ class PointRecord:
 
     @classmethod
     def from_shape(cls, shape: PointShape) -> PointRecord:
-        return cls(
-            number=shape.number,
-            assignment=shape.assignment,
-            role=shape.role,
-            label=shape.label,
-            up=shape.up,
-            coherent=shape.coherent,
-            restarted=shape.restarted,
-            seconds=shape.seconds,
-            detail=shape.detail,
-            levels=[LevelResult(**level.model_dump()) for level in shape.levels],
-        )
+        plain = {name: getattr(shape, name) for name in cls.__dataclass_fields__ if name != "levels"}
+        return cls(**plain, levels=[LevelResult(**level.model_dump()) for level in shape.levels])
 
 
 def _within(value: float | None, limit: float | None) -> bool:
     return limit is None or (value is not None and value <= limit)
 
 
-class SweepLocked(K26Error):
-    exit_code = 1
-
-
-class SweepSession:
-    def __init__(self, name: str, directory: Path | None = None) -> None:
-        if not SESSION_NAME.match(name):
-            raise UsageError(f"bad session name {name!r}", "letters, digits, '.', '_' and '-' only")
-        self.name = name
-        self.directory = directory or state_dir()
-        self.spec_path = self.directory / f"{name}.json"
-        self.log_path = self.directory / f"{name}.log.jsonl"
-        self.lock_path = self.directory / f"{name}.lock"
-        self._log = EventLog(self.log_path, what="sweep log")
-
-    def exists(self) -> bool:
-        return self.spec_path.exists()
+class SweepSession(SearchSession):
+    kind = SWEEP
 
     def create(self, spec: SweepSpec) -> None:
-        ensure_dir(self.directory)
-        self.log_path.unlink(missing_ok=True)
-        _write_json_atomic(self.spec_path, {"name": self.name, "spec": spec.to_json()})
-
-    def remove(self) -> None:
-        for path in (self.spec_path, self.log_path, self.lock_path):
-            path.unlink(missing_ok=True)
+        self.write_new({"spec": spec.to_json()})
 
     def spec(self) -> SweepSpec:
-        from k26ctl import inputs, statefile
+        from k26ctl import inputs
 
-        if not os.path.lexists(self.spec_path):
-            raise UsageError(
-                f"no sweep session {self.name!r} in {self.directory}",
-                "start one: k26ctl sweep PROFILE --param KEY=SPEC",
-            )
-        document = statefile.read_document(
-            self.spec_path,
-            SweepFileShape,
-            what="sweep session",
-            hint=f"fix the field, or remove {self.spec_path} and {self.log_path.name} to start over",
-            max_bytes=inputs.MAX_PROFILE_BYTES,
-        )
+        document = self.read_document(SweepFileShape, max_bytes=inputs.MAX_PROFILE_BYTES)
         return SweepSpec.from_json(document.spec.model_dump())
 
     # ---- records ---------------------------------------------------------------------------------
 
     def record_start(self, number: int, assignment: Assignment, role: str) -> None:
-        self._log.append(
+        self.append(
             {"event": "start", "number": number, "assignment": assignment, "role": role, "time": time.time()}
         )
 
     def record_point(self, record: PointRecord) -> None:
-        self._log.append(record.to_json())
-
-    def _records(self) -> list[dict[str, Any]]:
-        return self._log.records()
+        self.append(record.to_json())
 
     def read_points(self) -> Records[PointRecord]:
         """Measured points that read, in order (a point recorded twice keeps its first record), and a
         problem for each record that does not."""
-        read = self._log.read(log_record_shape)
-        measured = [PointRecord.from_shape(r) for r in read.items if isinstance(r, PointShape)]
-        return Records(first_wins(measured, lambda point: point_id(point.assignment)), read.problems)
+        return self.judged(
+            log_record_shape, PointShape, PointRecord.from_shape, lambda point: point_id(point.assignment)
+        )
 
     def points(self) -> list[PointRecord]:
         """The measured points; any unreadable record is a BadStateError (a sweep never resumes past it)."""
-        read = self.read_points()
-        read.refuse("sweep log", self.reset_hint())
-        return read.items
-
-    def reset_hint(self) -> str:
-        session = "" if self.name == DEFAULT_SESSION else f" --session {self.name}"
-        return f"k26ctl sweep reset{session} puts back what was live and forgets the session"
+        return self.all_readable(self.read_points())
 
     def interrupted(self) -> dict[str, Any] | None:
         """The last start record without its point record, if any."""
-        return self._log.interrupted("start", "point", "number")
-
-    def locked(self) -> AbstractContextManager[None]:
-        in_use = f"sweep session {self.name!r} is in use by another k26ctl process"
-        hint = "wait for it, or use --session NAME for a separate sweep"
-        return exclusive(self.lock_path, SweepLocked(in_use, hint))
+        return self.unfinished_start("point", "number")
 
 
 def by_id(points: Sequence[PointRecord]) -> dict[str, PointRecord]:

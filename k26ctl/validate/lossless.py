@@ -29,23 +29,14 @@ A warning by default; an error when the profile says `smoke.lossless: strict`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
 
 from k26ctl.lossy_levers import SIMULATE_ENV, THRESHOLDS, levers
-from k26ctl.profile import Profile
-from k26ctl.render import LaunchSpec
+from k26ctl.validate.context import Context
 from k26ctl.validate.findings import Finding, Level
-from k26ctl.validate.options import ParsedArgs
+from k26ctl.validate.registry import rule
 
 
-class Context(Protocol):
-    """What the rule reads of rules.Context (a protocol, so this module does not import rules)."""
-
-    profile: Profile
-    launch: LaunchSpec
-    args: ParsedArgs
-
-
+@rule
 def lossless_levers(ctx: Context) -> Iterator[Finding]:
     """validate's rule: each lossy lever in the rendered launch (flags, extra_args, environment)."""
     args: dict[str, object] = {dest: ctx.args.get(dest) for dest in THRESHOLDS}

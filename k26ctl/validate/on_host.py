@@ -26,7 +26,24 @@ def remote_findings_and_version(host: Host, profile: Profile) -> tuple[list[Find
     seen: list[str | None] = []
     findings = list(host_parser_findings(host, profile, launch, seen))
     findings.extend(_host_verify_findings(host, profile))
+    findings.extend(_jit_cache_findings(host, profile))
     return findings, (seen[0] if seen else None)
+
+
+def _jit_cache_findings(host: Host, profile: Profile) -> list[Finding]:
+    """What the host's unit as systemd sees it (drop-ins included) does to the JIT caches."""
+    from k26ctl.render import unit_name
+    from k26ctl.validate.warm_caches import host_unit_findings
+
+    argv = ["systemctl", "show", "-p", "DynamicUser", "--value", unit_name(profile)]
+    res = host.run(argv, timeout=profile.host.command_timeout)
+    if not res.ok:
+        return []
+    restart = profile.restart
+    uses_cache_directory = restart.jit_cache and not restart.jit_cache_dir
+    return host_unit_findings(
+        {"DynamicUser": res.stdout.strip()}, restart.jit_cache_dir, uses_cache_directory
+    )
 
 
 def host_parser_findings(

@@ -8,19 +8,17 @@ Rules read the parsed argv rather than profile fields where SGLang would, so a f
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
-from k26ctl.profile import Profile
-from k26ctl.render import SECRET_FLAGS, LaunchSpec, is_secret_env_name
+from k26ctl.algorithms import ALGORITHMS, DDTREE_BUDGET, DFLASH_BLOCK
+from k26ctl.algorithms import algorithm as catalogued
+from k26ctl.render import SECRET_FLAGS, is_secret_env_name
+from k26ctl.validate.context import Context
 from k26ctl.validate.findings import Finding
-from k26ctl.validate.lossless import lossless_levers
-from k26ctl.validate.options import SGLANG_ENTRYPOINTS, OptionTable, ParsedArgs
+from k26ctl.validate.options import SGLANG_ENTRYPOINTS
+from k26ctl.validate.registry import RULES, rule
 
 FIX_PATCH = "triton-ddtree-verify-width"
-# Algorithms that take their block size from the DFlash drafter.
-BLOCK_ALGORITHMS = ("DFLASH", "DDTREE")
-DRAFT_REQUIRED = ("DFLASH", "DDTREE", "STANDALONE", "EAGLE3")
 # Releases whose Triton backend sizes the target-verify mask from the block size (the bug); from
 # 0.5.17 it reads the width from spec_info (draft_token_num, then num_tokens_per_req from 0.5.21).
 MASK_BUG_RELEASES = ("0.5.14", "0.5.15", "0.5.16")
@@ -28,39 +26,6 @@ KNOWN_SM120_BAD_BACKENDS = {
     "fa3": "FA3 kernels support SM80-SM90 only",
     "trtllm_mla": "trtllm_mla prefill fails on SM120 (SGLang issue #24633)",
 }
-
-
-@dataclass
-class Context:
-    profile: Profile
-    launch: LaunchSpec
-    args: ParsedArgs
-    table: OptionTable
-    # name -> state from the host's patch check (applied, not-needed, ...); None when not asked
-    host_patches: dict[str, str] | None = None
-
-    @property
-    def algorithm(self) -> str:
-        return (self.args.get("speculative_algorithm") or "NONE").upper()
-
-    def block_size(self) -> int | None:
-        for dest in ("speculative_dflash_block_size", "speculative_num_draft_tokens"):
-            value = self.args.integer(dest)
-            if value is not None:
-                return value
-        return None
-
-    def patch_names(self) -> set[str]:
-        return set(self.profile.patches)
-
-
-Rule = Callable[[Context], Iterator[Finding]]
-RULES: list[Rule] = []
-
-
-def rule(fn: Rule) -> Rule:
-    RULES.append(fn)
-    return fn
 
 
 @rule
@@ -80,7 +45,8 @@ def sglang_version_known(ctx: Context) -> Iterator[Finding]:
 @rule
 def algorithm_known(ctx: Context) -> Iterator[Finding]:
     algo = ctx.algorithm
-    if algo == "NONE" or algo in ctx.table.algorithms or algo == "NEXTN":
+    row = catalogued(algo)
+    if algo == "NONE" or algo in ctx.table.algorithms or (row is not None and row.alias_of is not None):
         return
     catalog = ctx.table.catalog
     elsewhere = catalog.releases_with_algorithm(algo) if catalog else []
@@ -100,7 +66,8 @@ def algorithm_known(ctx: Context) -> Iterator[Finding]:
             "upgrade the host's SGLang, or pick an algorithm this release has",
         )
     else:
-        known = [*ctx.table.algorithms, "NEXTN", *ctx.table.pr_algorithms]
+        aliases = [a.name for a in ALGORITHMS if a.alias_of is not None]
+        known = [*ctx.table.algorithms, *aliases, *ctx.table.pr_algorithms]
         guess = difflib.get_close_matches(algo, known, n=1)
         yield Finding(
             "error",
@@ -139,7 +106,8 @@ def entrypoint_runnable(ctx: Context) -> Iterator[Finding]:
 
 @rule
 def draft_model_required(ctx: Context) -> Iterator[Finding]:
-    if ctx.algorithm in DRAFT_REQUIRED and not ctx.args.get("speculative_draft_model_path"):
+    row = catalogued(ctx.algorithm)
+    if row is not None and row.needs_draft_model and not ctx.args.get("speculative_draft_model_path"):
         yield Finding(
             "error",
             "spec/draft-model-required",
@@ -174,7 +142,7 @@ def spec_settings_without_algorithm(ctx: Context) -> Iterator[Finding]:
 
 @rule
 def block_size_rules(ctx: Context) -> Iterator[Finding]:
-    if ctx.algorithm not in BLOCK_ALGORITHMS:
+    if not ctx.reads(DFLASH_BLOCK):
         if ctx.args.has("speculative_dflash_block_size"):
             yield Finding(
                 "warning",
@@ -213,7 +181,7 @@ def block_size_rules(ctx: Context) -> Iterator[Finding]:
 
 @rule
 def dflash_startup_rules(ctx: Context) -> Iterator[Finding]:
-    if ctx.algorithm not in BLOCK_ALGORITHMS:
+    if not ctx.reads(DFLASH_BLOCK):
         return
     pp = ctx.args.integer("pp_size")
     if pp is not None and pp != 1:
@@ -254,7 +222,7 @@ def dflash_startup_rules(ctx: Context) -> Iterator[Finding]:
 def ddtree_rules(ctx: Context) -> Iterator[Finding]:
     ddtree = ctx.profile.spec.ddtree
     env = ctx.launch.env
-    if ctx.algorithm != "DDTREE":
+    if not ctx.reads(DDTREE_BUDGET):
         stray = [f"spec.ddtree.{k}" for k, v in ddtree.model_dump().items() if v is not None]
         if ctx.args.has("speculative_ddtree_budget"):
             stray.append("--speculative-ddtree-budget")
@@ -604,5 +572,11 @@ def known_patch_names() -> set[str] | None:
     return names
 
 
-# Lossy-by-design settings live in their own module (k26ctl/validate/lossless.py).
-rule(lossless_levers)
+# Combinations of flags, each rule with its source and releases (validate/crossflag.py).
+from k26ctl.validate.crossflag import cross_flag_findings  # noqa: E402
+
+RULES.append(cross_flag_findings)
+
+# Rules kept in their own modules register themselves on import (they import `rule` from registry.py).
+from k26ctl.validate import lossless as _lossless  # noqa: E402, F401
+from k26ctl.validate import warm_caches as _warm_caches  # noqa: E402, F401

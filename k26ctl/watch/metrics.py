@@ -69,6 +69,25 @@ class WatchMetrics:
             labels,
             registry=r,
         )
+        self._meant = Gauge(
+            f"{PREFIX}_speculative_meant_to_accept",
+            "1 where the server drafts with a model (not a lookup table) and should accept drafts",
+            labels,
+            registry=r,
+        )
+        self._accept_baseline = Gauge(
+            f"{PREFIX}_accept_baseline",
+            "The configuration's accept-length baseline on its host (passing deploy smoke runs)",
+            labels,
+            registry=r,
+        )
+        self._accept_ratio = Gauge(
+            f"{PREFIX}_accept_baseline_ratio",
+            "The last cycle's accept length over the configuration's baseline",
+            labels,
+            registry=r,
+        )
+        self.accept_baseline: float | None = None
         self._latency = Histogram(
             f"{PREFIX}_canary_latency_seconds",
             "Canary request latency",
@@ -136,11 +155,19 @@ class WatchMetrics:
             self._checked.labels(**labels).inc(report.probes.checked)
             self._mismatched.labels(**labels).inc(len(report.probes.mismatches))
         accept = report.measured_accept_length
+        if report.accept_rule is not None:
+            self._meant.labels(**labels).set(1.0 if report.accept_rule.meant_to_accept else 0.0)
         if accept is not None:
             self._accept.labels(**labels).set(accept)
+            if self.accept_baseline:
+                self._accept_ratio.labels(**labels).set(accept / self.accept_baseline)
         self._drifted.labels(**labels).set(verdict.drifted)
         if verdict.state == "healthy":
             self._last_success.labels(**labels).set(time.time())
+
+    def set_accept_baseline(self, value: float) -> None:
+        self.accept_baseline = value
+        self._accept_baseline.labels(**self._l()).set(value)
 
     def record_backoff(self) -> None:
         self._backoffs.labels(**self._l()).inc()

@@ -58,9 +58,9 @@ def target_store_key(profile: str | None, url: str | None, overrides: list[str] 
 
 def build_target(request: RunRequest, canary: CanarySettings) -> WatchTarget:
     if request.url is not None:
-        from k26ctl.smoke.target import api_key_from_env
+        from k26ctl import inputs
 
-        api_key = api_key_from_env(request.api_key_env)
+        api_key = inputs.api_key(request.api_key_env)
         return url_target(request.url, request.model, request.suite, api_key, canary)
     from k26ctl.profile import load_profile
 
@@ -96,6 +96,10 @@ def make_watcher(request: RunRequest, emit: Emit) -> tuple[Watcher, WatchMetrics
                     f"{exc.strerror or exc}",
                     "pick a free port with --metrics-port",
                 ) from None
+    if metrics is not None and target.profile is not None:
+        baseline = accept_baseline_of(target.profile.profile, request.host_state, target.accept_new_host_key)
+        if baseline is not None:
+            metrics.set_accept_baseline(baseline)
     textfile = request.textfile
 
     def emit_and_export(record: dict[str, Any]) -> None:
@@ -159,3 +163,26 @@ def run_watch(request: RunRequest, emit: Emit) -> int:
         signal.signal(signal.SIGTERM, lambda _signum, _frame: watcher.stop.set())
     watcher.run(max_steps=request.cycles)
     return 0
+
+
+def accept_baseline_of(profile: Any, host_state: str | None, accept_new_host_key: bool) -> float | None:
+    """The profile's accept-length baseline kept on its host (deploy/accept_baseline.py), read once at
+    start; None where there is none or the host cannot be read (the ratio is then not exported)."""
+    from k26ctl.deploy import accept_baseline as ab
+    from k26ctl.errors import K26Error
+
+    key = ab.config_key(profile, profile.sglang.version)
+    try:
+        if host_state is not None:
+            from k26ctl.remote.local import LocalHost
+
+            data = ab.read_baselines(LocalHost(name="this host"), host_state)
+        else:
+            from k26ctl.remote import connect
+
+            with connect(profile, accept_new_host_key=accept_new_host_key) as host:
+                data = ab.read_baselines(host, profile.service.name)
+    except K26Error:
+        return None
+    entry = data.for_config(key)
+    return entry.accept_length if entry is not None else None

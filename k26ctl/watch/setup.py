@@ -77,11 +77,11 @@ def profile_watch_target(
     canary: CanarySettings,
     accept_new_host_key: bool,
 ) -> WatchTarget:
-    from k26ctl.smoke.target import api_key_from_env
+    from k26ctl import inputs
 
     profile = loaded.profile
     name = profile.name or (loaded.path.stem if loaded.path else "profile")
-    api_key = api_key_from_env(api_key_env or profile.sglang.api_key_env)
+    api_key = inputs.api_key(api_key_env or profile.sglang.api_key_env)
     suite = canary_suite(
         load_suite(suite_ref or profile.smoke.suite or "default"), canary.prompts, canary.max_tokens
     )

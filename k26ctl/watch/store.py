@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from k26ctl.documents import tagged, untagged
 from k26ctl.errors import ConfigError
 from k26ctl.outputs import write_atomic
 from k26ctl.statedir import ensure_dir, state_root
@@ -81,10 +82,12 @@ class WatchStore:
         return existed
 
     def write_last(self, record: dict[str, Any]) -> None:
-        write_atomic(self.last, json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        document = tagged("watch", record)
+        write_atomic(self.last, json.dumps(document, ensure_ascii=False, sort_keys=True) + "\n")
 
     def read_last(self) -> dict[str, Any] | None:
-        return _read_json(self.last)
+        record = _read_json(self.last)
+        return untagged(record) if record is not None else None
 
     def append_history(self, record: dict[str, Any]) -> None:
         lines = self.read_history_lines()[-(MAX_HISTORY - 1) :]

@@ -16,8 +16,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 ROOT=$(cd "${1:-$SRC}" && pwd)
 DL="${TMPDIR:-/tmp}/k26-gpu-download"
-for d in /.gpu/ /.gpu-proj/ /.gpu-models/; do
-  grep -qx "$d" "$ROOT/.git/info/exclude" 2>/dev/null || echo "$d" >> "$ROOT/.git/info/exclude"
+# a worktree's .git is a file: ask git where its exclude file is
+EXCLUDE=$(git -C "$ROOT" rev-parse --path-format=absolute --git-path info/exclude)
+mkdir -p "$(dirname "$EXCLUDE")"
+for d in /.gpu/ /.gpu-proj/ /.gpu-models/ /.gpu-host/; do
+  grep -qx "$d" "$EXCLUDE" 2>/dev/null || echo "$d" >> "$EXCLUDE"
 done
 rm -rf "$ROOT/.gpu" "$ROOT/.gpu-proj"
 mkdir -p "$ROOT/.gpu/stub/flashinfer" "$ROOT/.gpu/words" "$ROOT/.gpu-proj" "$DL"

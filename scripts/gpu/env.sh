@@ -11,7 +11,11 @@ if [ ! -d /tmp/k26-site/sglang ]; then
   tar xJf .gpu/words/wordfreq-dist-info.txz -C /tmp/k26-site        # its version, which keys the cache
 fi
 # this checkout's k26ctl first, then what was carried, then the image's own packages (torch, triton)
-export PYTHONPATH=$PWD/.gpu-proj:/tmp/k26-site:/tmp/k26-stub${PYTHONPATH:+:$PYTHONPATH}
+# without .gpu-proj (the checkout itself travelled, as the device tool copies it), the checkout's own tree
+K26_PROJ=$PWD/.gpu-proj; [ -d "$K26_PROJ/k26ctl" ] || K26_PROJ=$PWD
+export PYTHONPATH=$K26_PROJ:/tmp/k26-site:/tmp/k26-stub${PYTHONPATH:+:$PYTHONPATH}
+# host_env.sh unpacks k26ctl's client packages (paramiko, ...) here: last, so nothing above is shadowed
+export PYTHONPATH=$PYTHONPATH:/tmp/k26-client-site
 export PATH=/tmp/k26-site/bin:$PATH
 export XDG_CACHE_HOME=/tmp/k26-words XDG_STATE_HOME=/tmp/k26-state
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 SGLANG_IS_FLASHINFER_AVAILABLE=false

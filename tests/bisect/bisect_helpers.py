@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from k26ctl.bisect.plan import Assignment, EndCheckFailed, Plan, Probe, assignment_id
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.bisect.plan import EndCheckFailed, Plan, Probe
+from k26ctl.search.assignment import Assignment, assignment_id
+from k26ctl.search.verdict import Verdict
 
 
 def drive(

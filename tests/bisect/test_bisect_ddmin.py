@@ -9,7 +9,7 @@ import pytest
 
 from k26ctl.bisect.ddmin import SetSearch, ddmin
 from k26ctl.bisect.plan import Change, EndCheckFailed, SetOutcome
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.search.verdict import Verdict
 from tests.bisect.bisect_helpers import drive
 
 CHANGES = [

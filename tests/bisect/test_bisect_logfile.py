@@ -9,8 +9,8 @@ import pytest
 
 from k26ctl.bisect.logfile import parse_log, render_log
 from k26ctl.bisect.session import SessionSpec, StepRecord
-from k26ctl.bisect.verdict import Verdict
 from k26ctl.errors import ConfigError
+from k26ctl.search.verdict import Verdict
 
 
 def step(n: int, assignment: dict, verdict: Verdict) -> StepRecord:

@@ -9,8 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from k26ctl.bisect.numeric import NumericSearch, max_probes
-from k26ctl.bisect.plan import Assignment, EndCheckFailed, NumericOutcome
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.bisect.plan import EndCheckFailed, NumericOutcome
+from k26ctl.search.assignment import Assignment
+from k26ctl.search.verdict import Verdict
 from tests.bisect.bisect_helpers import drive
 
 KEY = "spec.ddtree.budget"

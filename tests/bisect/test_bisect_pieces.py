@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from k26ctl.bisect.candidates import build_candidates
-from k26ctl.bisect.setdiff import differing_keys, flatten, with_assignment
-from k26ctl.bisect.verdict import AbortSearch, Verdict, combine_tries, tries_needed, verdict_from_exit_code
+from k26ctl.bisect.setdiff import differing_keys
+from k26ctl.bisect.verdict import AbortSearch, combine_tries, tries_needed, verdict_from_exit_code
 from k26ctl.errors import ConfigError, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
+from k26ctl.search.assignment import flatten, with_assignment
+from k26ctl.search.verdict import Verdict
 
 G, B, S = Verdict.GOOD, Verdict.BAD, Verdict.SKIP
 

@@ -12,9 +12,10 @@ import pytest
 from k26ctl.bisect.ddmin import SetSearch
 from k26ctl.bisect.engine import StepOutcome, Strategy, run_search
 from k26ctl.bisect.numeric import NumericSearch
-from k26ctl.bisect.plan import Assignment, Change, Probe, assignment_id
+from k26ctl.bisect.plan import Change, Probe
 from k26ctl.bisect.session import Session, SessionSpec
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.search.assignment import Assignment, assignment_id
+from k26ctl.search.verdict import Verdict
 
 KEY = "spec.ddtree.budget"
 
@@ -131,7 +132,7 @@ def test_a_corrupt_line_in_the_middle_is_an_error_not_a_silent_restart(tmp_path:
 
 
 def test_one_process_per_session(tmp_path: Path) -> None:
-    from k26ctl.bisect.session import SessionLocked
+    from k26ctl.search.session import SessionLocked
 
     session = Session("s", tmp_path)
     with session.locked(), pytest.raises(SessionLocked), Session("s", tmp_path).locked():

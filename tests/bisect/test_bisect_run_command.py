@@ -17,7 +17,8 @@ from k26ctl.bisect.numeric import NumericSearch
 from k26ctl.bisect.plan import Probe
 from k26ctl.bisect.session import Session, SessionSpec
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
-from k26ctl.bisect.verdict import AbortSearch, Verdict
+from k26ctl.bisect.verdict import AbortSearch
+from k26ctl.search.verdict import Verdict
 from tests.support.cli import run_here, spawn_k26ctl
 
 KEY = "spec.ddtree.budget"

@@ -12,11 +12,14 @@ import pytest
 from pydantic import ValidationError
 
 from k26ctl.bisect.plan import Probe
-from k26ctl.bisect.steps import CommandJudge, Deployed, DeployingStepRunner, deployed_from_result
-from k26ctl.bisect.verdict import Verdict
+from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
 from k26ctl.deploy.model import DeployResult
 from k26ctl.profile import LoadedProfile, load_profile
 from k26ctl.resources import profiles_dir
+from k26ctl.search.step import Deployed, deployed_from_result
+from k26ctl.search.verdict import Verdict
+from k26ctl.smoke.finding import Finding
+from k26ctl.smoke.report import SmokeReport
 
 KEY = "spec.ddtree.budget"
 
@@ -84,12 +87,11 @@ def test_run_command_judges_after_the_deploy_with_the_server_url() -> None:
     assert result.verdict is Verdict.SKIP and out.getvalue().strip() == "http://127.0.0.1:30000 9"
 
 
-class Report:
-    def __init__(self, passed: bool) -> None:
-        self.passed = passed
-
-    def summary(self) -> str:
-        return "2/2 passed" if self.passed else "1/2 degenerate"
+def smoke_report(passed: bool) -> SmokeReport:
+    """A real smoke report that passed, or failed on one suite finding."""
+    nothing = Finding("drafter_accepts_nothing", 1.0, 1.05, (0, 0), "", "nothing accepted")
+    failing = [] if passed else [nothing]
+    return SmokeReport("http://127.0.0.1:30000", "m", "default", 2, [], suite_findings=failing)
 
 
 def test_reading_deploy_results() -> None:
@@ -112,10 +114,10 @@ def test_reading_deploy_results() -> None:
         verdict="failed",
         failure="smoke",
         restarted=True,
-        smoke=Report(False),
+        smoke=smoke_report(False),
     )
     assert deployed_from_result(smoke_fail).smoke_verdict is Verdict.BAD
-    fine = DeployResult(profile="p", host="h", unit="u", smoke=Report(True))
+    fine = DeployResult(profile="p", host="h", unit="u", smoke=smoke_report(True))
     assert deployed_from_result(fine).smoke_verdict is Verdict.GOOD and deployed_from_result(fine).up
 
 
@@ -123,7 +125,7 @@ def test_the_restart_load_time_goes_from_the_deploy_into_the_step_and_its_record
     from k26ctl.bisect.session import StepRecord
 
     result = DeployResult(
-        profile="p", host="h", unit="u", restarted=True, load_seconds=8.4, smoke=Report(True)
+        profile="p", host="h", unit="u", restarted=True, load_seconds=8.4, smoke=smoke_report(True)
     )
     deployed = deployed_from_result(result)
     assert deployed.load_seconds == 8.4

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from k26ctl.bisect.eventlog import EventLog, exclusive, first_wins
 from k26ctl.errors import ConfigError, K26Error
+from k26ctl.search.eventlog import EventLog, exclusive, first_wins
 
 
 class Refused(K26Error):

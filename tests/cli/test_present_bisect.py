@@ -5,8 +5,8 @@ from __future__ import annotations
 from k26ctl.bisect.engine import SearchResult
 from k26ctl.bisect.plan import Change, NumericOutcome, SetOutcome
 from k26ctl.bisect.session import StepRecord
-from k26ctl.bisect.verdict import Verdict
 from k26ctl.cli.present.bisect import search_summary
+from k26ctl.search.verdict import Verdict
 
 KEY = "spec.ddtree.budget"
 

@@ -33,7 +33,8 @@ def test_validate_budget_7_and_patched_16_do_not(name: str) -> None:
 def test_validate_json_shape() -> None:
     result = run_here("validate", "profiles/ddtree-b16.yaml", "--json")
     doc = json.loads(result.stdout)
-    assert set(doc) == {"valid", "findings"} and doc["valid"] is True
+    assert set(doc) == {"kind", "schema_version", "valid", "findings"} and doc["valid"] is True
+    assert doc["kind"] == "validate"
     for f in doc["findings"]:
         assert set(f) == {"level", "code", "message", "hint"}
     bug = next(f for f in doc["findings"] if f["code"] == "known-bug/ddtree-mask-width")

@@ -29,7 +29,7 @@ def test_extends_chain_is_merged_child_last() -> None:
     loaded = load_profile(PROFILES / "ddtree-b16.yaml")
     p = loaded.profile
     assert [c.name for c in loaded.chain] == ["base.yaml", "dflash.yaml", "ddtree-b7.yaml", "ddtree-b16.yaml"]
-    assert p.spec.algorithm is SpecAlgorithm.DDTREE
+    assert p.spec.algorithm is SpecAlgorithm("DDTREE")
     assert p.spec.ddtree.budget == 16  # from the child
     assert p.spec.ddtree.max_topk == 1  # from ddtree-b7
     assert p.spec.block_size == 8  # from dflash

@@ -46,6 +46,7 @@ SERVICE_KEYS = {
     "Group",
     "WorkingDirectory",
     "Environment",
+    "CacheDirectory",
     "EnvironmentFile",
     "ExecStart",
     "Restart",

@@ -304,7 +304,7 @@ def test_an_untouched_document_reads_back_equal(tmp_path: Path) -> None:
 
 def _bisect_lines() -> list[dict[str, Any]]:
     from k26ctl.bisect.session import StepRecord
-    from k26ctl.bisect.verdict import Verdict
+    from k26ctl.search.verdict import Verdict
 
     out: list[dict[str, Any]] = []
     for step, (value, verdict) in enumerate([(7, Verdict.GOOD), (9, Verdict.BAD), (8, Verdict.SKIP)], 1):
@@ -346,7 +346,7 @@ def _finish_lines(lines: list[dict[str, Any]], kind: str) -> list[int]:
 @given(data=st.data())
 def test_a_damaged_bisect_log_record_never_hides_the_others(tmp_path: Path, data: st.DataObject) -> None:
     from k26ctl.bisect.session import Session, StepRecord
-    from k26ctl.bisect.verdict import Verdict
+    from k26ctl.search.verdict import Verdict
 
     session = Session("s", tmp_path)
     session.create(_bisect_session_spec())
@@ -546,14 +546,14 @@ def test_yaml_escapes_of_surrogates_are_made_encodable(value: str) -> None:
 
 
 def test_api_keys_that_a_header_cannot_carry_are_config_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    from k26ctl.smoke.target import api_key_from_env
+    from k26ctl.inputs import api_key
 
     for bad in ("kéy", "a\nb", "key\udcff"):
         monkeypatch.setenv("K26_TEST_KEY", bad)
         with pytest.raises(ConfigError, match="K26_TEST_KEY holds characters an HTTP header cannot carry"):
-            api_key_from_env("K26_TEST_KEY")
+            api_key("K26_TEST_KEY")
     monkeypatch.setenv("K26_TEST_KEY", "sk-abc_123")
-    assert api_key_from_env("K26_TEST_KEY") == "sk-abc_123"
+    assert api_key("K26_TEST_KEY") == "sk-abc_123"
 
 
 # ---- no HOME and no passwd entry -----------------------------------------------------------------------

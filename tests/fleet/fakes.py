@@ -21,12 +21,14 @@ class FakeRouter:
         self.log: list[tuple[str, str]] = []
         self._ids = itertools.count(1)
         self.on_add: Callable[[str], object] | None = None  # called with each added url, result unused
+        self.settings: dict[str, dict[str, Any]] = {}  # url -> settings given at its last add
 
     def workers(self) -> list[Worker]:
         return [Worker(w.id, w.url, self.health.get(w.url, True)) for w in self.listed.values()]
 
-    def add(self, url: str, *, timeout: float = 60.0) -> Worker:
+    def add(self, url: str, *, timeout: float = 60.0, settings: dict[str, Any] | None = None) -> Worker:
         self.log.append(("add", url))
+        self.settings[url] = dict(settings or {})
         if self.on_add:
             self.on_add(url)
         if not self.health.get(url, True):
@@ -39,8 +41,46 @@ class FakeRouter:
         self.log.append(("remove", url))
         return self.listed.pop(url, None) is not None
 
+    def take_out(self, url: str, *, timeout: float = 10.0, settle: float = 0.0) -> dict[str, Any] | None:
+        return {} if self.remove(url, timeout=timeout) else None
+
+    def in_flight(self, url: str) -> int | None:
+        return None  # 0.3.x forgets a worker at DELETE
+
     def restart(self) -> None:
         self.listed.clear()
+
+
+class FakeSmg(FakeRouter):
+    """SMG's drain window as the roll sees it: a worker taken out stays listed as draining with the
+    count of its running requests (`counts`, one read each), then leaves at the next remove."""
+
+    def __init__(self, counts: list[int] | None = None) -> None:
+        super().__init__()
+        self.counts = counts if counts is not None else [2, 1, 0, 0]
+        self.draining: dict[str, Worker] = {}
+        self.kept: dict[str, dict[str, Any]] = {}  # url -> settings take_out returns
+
+    def workers(self) -> list[Worker]:
+        return super().workers() + list(self.draining.values())
+
+    def take_out(self, url: str, *, timeout: float = 10.0, settle: float = 0.0) -> dict[str, Any] | None:
+        self.log.append(("take_out", url))
+        worker = self.listed.pop(url, None)
+        if worker is None:
+            return None
+        self.draining[url] = Worker(worker.id, url, False, status="draining")
+        return dict(self.kept.get(url, {}))
+
+    def in_flight(self, url: str) -> int | None:
+        if url not in self.draining:
+            return None
+        self.log.append(("in_flight", url))
+        return self.counts.pop(0) if len(self.counts) > 1 else self.counts[0]
+
+    def remove(self, url: str, *, timeout: float = 10.0) -> bool:
+        gone = self.draining.pop(url, None) is not None
+        return super().remove(url, timeout=timeout) or gone
 
 
 @dataclass

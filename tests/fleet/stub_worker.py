@@ -1,9 +1,12 @@
 """A minimal SGLang-shaped worker for the router adapter's tests: /health answers as told (503 then
-200 to mimic a loading server), /get_load as SGLang's, chat answers name the worker."""
+200 to mimic a loading server), /get_load as SGLang's, chat answers name the worker (or say
+`answer`, after `delay` seconds)."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -14,6 +17,10 @@ class StubWorker:
     def __init__(self, health: int = 200) -> None:
         self.health = health
         self.chats = 0
+        self.answer: str | None = None  # the chat content instead of the worker's URL (garbage, say)
+        self.delay = 0.0  # seconds each chat takes
+        self.running = 0  # chats being answered now
+        self._lock = threading.Lock()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,7 +39,7 @@ class StubWorker:
                 if self.path == "/health":
                     self._json(stub.health, {})
                 elif self.path == "/get_load":
-                    self._json(200, [{"dp_rank": 0, "num_reqs": 0, "num_waiting_reqs": 0}])
+                    self._json(200, [{"dp_rank": 0, "num_reqs": stub.running, "num_waiting_reqs": 0}])
                 elif self.path in ("/server_info", "/model_info", "/get_model_info"):
                     self._json(200, {"model_path": "stub"})
                 elif self.path == "/v1/models":
@@ -43,6 +50,16 @@ class StubWorker:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length", 0)))
                 stub.chats += 1
+                with stub._lock:
+                    stub.running += 1
+                try:
+                    time.sleep(stub.delay)
+                    self._answer()
+                finally:
+                    with stub._lock:
+                        stub.running -= 1
+
+            def _answer(self) -> None:
                 self._json(
                     200,
                     {
@@ -52,7 +69,7 @@ class StubWorker:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": stub.url},
+                                "message": {"role": "assistant", "content": stub.answer or stub.url},
                                 "finish_reason": "stop",
                             }
                         ],

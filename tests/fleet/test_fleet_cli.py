@@ -46,4 +46,18 @@ def test_status_of_a_fleet_whose_router_does_not_answer_is_exit_69(tmp_path: Pat
     env = {"XDG_STATE_HOME": str(tmp_path), "K26_TEST_ROUTER_KEY": "k"}
     proc = run_k26ctl("status", str(fleet_file(tmp_path)), env=env)
     assert proc.returncode == 69, proc.stderr
-    assert "did not answer GET /workers" in proc.stdout and "a  http://10.231.250.2:30000" in proc.stdout
+    # the kind is not named: asking the gateway what it is (GET /get_loads) is the first call
+    assert "did not answer GET /get_loads" in proc.stdout and "a  http://10.231.250.2:30000" in proc.stdout
+
+
+def test_an_unknown_gateway_is_a_usage_error_before_any_host_boots(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path)}
+    for argv in (
+        ("lab", "fleet", "up", "--gateway", "nginx"),
+        ("lab", "demo", "--fleet", "--gateway", "nginx"),
+    ):
+        proc = run_k26ctl(*argv, "--name", "zz", env=env)
+        assert proc.returncode == 2 and "--gateway nginx: not a gateway k26ctl runs" in proc.stderr
+        assert "one of: sglang-router, smg" in proc.stderr and "Traceback" not in proc.stderr
+        assert "booting" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "k26ctl" / "lab").exists()

@@ -102,7 +102,7 @@ def test_sweep_session_files_and_prompts_are_read_bounded(tmp_path: Path) -> Non
     session = SweepSession("s1", directory=tmp_path)
     os.mkfifo(session.log_path)
     with pytest.raises(ConfigError, match="FIFO"):
-        session._records()
+        session.records()
     session.spec_path.write_text('{"spec": {}, "spec": {}}'.replace("{}", "[" * 5000 + "]" * 5000, 1))
     with pytest.raises(ConfigError, match=r"s1\.json: not readable \(nested deeper than 64 levels\)"):
         session.spec()

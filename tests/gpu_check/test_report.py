@@ -99,3 +99,20 @@ def test_markdown_lists_every_configuration_and_the_near_tie() -> None:
         assert f"| {name} |" in text
     assert "a@42 margin 0.080 (near tie)" in text
     assert "BROKEN" not in text
+
+
+def test_an_answer_identical_alone_but_different_in_a_batch_is_not_lossless() -> None:
+    check = _module()
+    prompts = [p for p, _ in check.PROMPTS]
+    reference = {p: {"ids": [1, 2, 3, 4], "margins": [2.0, 2.0, 2.0, 2.0]} for p in prompts}
+    alone = {p: [1, 2, 3, 4] for p in prompts}
+    batched = {**alone, prompts[1]: [1, 2, 9, 9]}  # a clear choice lost, only beside other requests
+    alone_ok, _ = check.compare(alone, reference)
+    batch_ok, rows = check.compare(batched, reference)
+    assert alone_ok is True and batch_ok is False
+    assert [r["first_diff"] for r in rows if not r["same"]] == [2]
+    config = _config(
+        "ngram16", 1, lossless=False, lossless_alone=True, lossless_batched=False, vs_baseline=[],
+        vs_baseline_batched=rows,
+    )  # fmt: skip
+    assert check._lossless_cell(config) == "no: alone identical, in a batch of 8 1/6 differ"

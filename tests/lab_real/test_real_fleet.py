@@ -1,7 +1,9 @@
-"""A fleet of two real-SGLang lab hosts (0.5.15) behind the real sglang-router, under client load: a
-roll of the untrained model with a config change halts at the canary and no client sees it; the resume
-with the trained model rolls the change to both servers with no failed request (the real SIGTERM drain,
-the load read from the real /get_load). Three real restarts after the fleet's two starts.
+"""A fleet of two real-SGLang lab hosts (0.5.15) behind the real SMG (`smg` 1.13.0), under client load:
+a roll of the untrained model with a config change halts at the canary and no client sees it (SMG would
+put the restarted canary back on its /health 200 alone; k26ctl keeps it out of SMG's registry); the
+resume with the trained model rolls the change to both servers with no failed request (SMG's own drain
+count, the real SIGTERM drain, the load read from the real /get_load). Three real restarts after the
+fleet's two starts. sglang-router 0.3.2 rolls the stand-in fleet (tests/fleet/test_fleet_lab.py).
 
 One fleet for the module, its own lane (tests/support/lanes.py): two real servers of its own beside
 the realsglang lane's one, never more.
@@ -39,12 +41,12 @@ def real_fleet() -> Iterator[Any]:
         pytest.skip(f"lab host unavailable: {reason}")
     if not installed(RELEASES[0]):
         pytest.skip(f"real SGLang {RELEASES[0]} not installed: run `bash scripts/bootstrap.sh --real-sglang`")
-    pytest.importorskip("sglang_router")
+    pytest.importorskip("smg")
     from k26ctl.lab.fleet import lab_fleet_down, lab_fleet_up
 
     name = lab_host_name() + "rf"
     lab_fleet_down(name)  # a run killed earlier
-    state = lab_fleet_up(name, 2, profile="lab/sglang.yaml", real_sglang=RELEASES[:1])
+    state = lab_fleet_up(name, 2, profile="lab/sglang.yaml", real_sglang=RELEASES[:1], gateway="smg")
     try:
         yield state
     finally:
@@ -75,7 +77,7 @@ def test_the_untrained_model_halts_the_roll_at_the_canary_and_no_client_sees_it(
     assert "smoke" in detail and "/health=200" in detail, detail  # up and healthy, and talking garbage
     assert doc["members"][canary]["where"] == "failed, out of router (new config)"
     assert doc["members"][other]["where"] == "old config, serving"
-    assert set(listed(real_fleet)) == {real_fleet.urls[1]}  # the router sends nothing to the canary
+    assert set(listed(real_fleet)) == {real_fleet.urls[1]}  # SMG holds no entry for the canary
     assert running.report is not None
     summary = running.report.summary(running.report.samples)
     assert summary["sent"] > 0 and summary["failed"] == 0 and summary["degenerate"] == 0, (
@@ -87,7 +89,7 @@ def test_resume_with_the_trained_model_rolls_the_change_under_load_and_fails_no_
     real_fleet: Any,
 ) -> None:
     """The resumed roll takes the change to both real servers, the canary first, while clients keep
-    sending through the router: the real SIGTERM drain and the router's worker list lose no request."""
+    sending through SMG: its drain window, the real SIGTERM drain and its worker list lose no request."""
     with load(real_fleet) as running:
         started = time.time()
         code, doc, err = roll(real_fleet, *CHANGE, "--resume")

@@ -50,6 +50,18 @@ pytestmark = [pytest.mark.realsglang, pytest.mark.labhost, pytest.mark.lab, pyte
 READY_LINE = "The server is fired up and ready to roll!"
 
 
+def _doctor_matches(host: Any, profile: str, version: str) -> None:
+    """`k26ctl doctor` on the real server: what k26ctl reads is there, as the inventory says."""
+    code, doc = k26_json("doctor", profile, *sets(host))
+    rows = {(r["area"], r["item"]): r for r in doc["rows"]}
+    assert code == 0, [r for r in doc["rows"] if r["status"] in ("unreadable", "error")]
+    assert rows[("sglang", "version")]["status"] == "match" and version in rows[("sglang", "version")]["seen"]
+    for key in (("journal", "ready"), ("journal", "load-progress"), ("journal", "load-weight-end"),
+                ("http", "/server_info"), ("http", "server_info keys"), ("http", "/v1/models"),
+                ("http", "/metrics")):  # fmt: skip
+        assert rows[key]["status"] == "match", rows[key]
+
+
 def _ensure_good(host: Any) -> None:
     code, doc = k26_json("deploy", GOOD, *sets(host), "--yes")
     assert code == 0, doc
@@ -73,6 +85,12 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     assert identity["version"] == "0.5.15"
     probes = result.smoke.probes
     assert probes is not None and probes.checked > 0 and not probes.mismatches and probes.flushed
+    # where the restart's time went, from the real journal (deploy/phases.py)
+    phases = result.phases
+    assert phases is not None and phases.ready and phases.wording == "0.5.15", phases
+    names = [p.name for p in phases.phases]
+    assert {"imports", "launch", "distributed", "weights", "kv-cache", "warmup"} <= set(names), names
+    assert abs(phases.start_seconds - (result.load_seconds or 0)) < 1.0  # the same journal, the same span
 
     # nothing changed: no restart
     code, doc = k26_json("deploy", GOOD, *sets(real_host), "--yes")
@@ -81,6 +99,7 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     # --check / --diff with a changed flag: exit 3, the flag in the diff, nothing applied
     proc = run_k26ctl("deploy", GOOD, *sets(real_host, "sglang.max_running_requests=4"), "--check", "--diff")
     assert proc.returncode == 3, proc.output
+    assert re.search(r"expected downtime \(stop -> ready\) \d+ s.*earlier restart", proc.output), proc.output
     assert "+    --max-running-requests 4" in proc.output, proc.output
     assert server_info(real_host)["max_running_requests"] == 8
 
@@ -88,6 +107,9 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     code, doc = k26_json("status", GOOD, *sets(real_host))
     assert code == 0, doc
     assert doc["unit_matches_profile"] is True and doc["ready"] is True, doc
+    restart = [r for r in doc["history"] if r.get("phases")][-1]  # the forced deploy's record
+    assert restart["sglang_version"] == "0.5.15" and restart["phases"]["ready"], restart
+    assert restart["start_conditions"]["jit_cache"] in ("warm", "cold"), restart["start_conditions"]
     assert doc["service"]["ActiveState"] == "active", doc["service"]
     code, doc = k26_json("status", GOOD, *sets(real_host, "sglang.max_running_requests=4"))
     assert doc["unit_matches_profile"] is False, doc
@@ -117,6 +139,7 @@ def test_first_deploy_readiness_smoke_probes_then_idempotent_check_diff_status_l
     # 0.5.15's load endpoints (0.5.23 has /v1/loads instead: the last test)
     assert httpx.get(url(real_host, "/get_load"), timeout=30).status_code == 200
     assert httpx.get(url(real_host, "/v1/loads"), timeout=30).status_code >= 400
+    _doctor_matches(real_host, GOOD, "0.5.15")
 
 
 def test_a_running_watcher_turns_failing_when_the_weights_are_swapped_in_place_then_healthy_again(
@@ -194,6 +217,9 @@ def test_untrained_weights_with_a_changed_flag_restart_answer_health_200_fail_sm
     assert info["max_running_requests"] == 8 and info["model_path"] == TRAINED_PATH, info
     code, doc = k26_json("status", GOOD, *sets(real_host))
     assert doc["unit_matches_profile"] is True and doc["ready"] is True, doc
+    restart = [r for r in doc["history"] if r.get("phases")][-1]  # the forced deploy's record
+    assert restart["sglang_version"] == "0.5.15" and restart["phases"]["ready"], restart
+    assert restart["start_conditions"]["jit_cache"] in ("warm", "cold"), restart["start_conditions"]
 
 
 def test_bisect_between_the_good_and_the_untrained_profile_names_the_weights_then_reset(
@@ -275,3 +301,4 @@ def test_release_0523_serves_with_the_cpu_ops_and_its_load_endpoints_differ(real
     while read_worker_load(url(real_host, "")) != 0:
         assert time.monotonic() < deadline, "0.5.23's /metrics never showed the server idle"
         time.sleep(0.5)
+    _doctor_matches(real_host, NEWER, "0.5.23")

@@ -20,9 +20,12 @@ LAB_TREE = project_root() / "k26ctl" / "lab" / "server" / "sglang_tree" / "sglan
 def test_list_shows_the_shipped_set() -> None:
     plain = run_here("patch", "list")
     assert plain.returncode == 0 and PATCH in plain.stdout and TARGET in plain.stdout
-    listed = json.loads(run_here("patch", "list", "--json").stdout)
-    assert [p["name"] for p in listed] == [PATCH]
-    assert listed[0]["versions"] == ["0.5.14", "0.5.15", "0.5.16"] and listed[0]["not_needed"]
+    document = json.loads(run_here("patch", "list", "--json").stdout)
+    assert (document["kind"], document["schema_version"]) == ("patch-list", 1)
+    listed = {p["name"]: p for p in document["patches"]}
+    assert sorted(listed) == ["lab-verify-width-cap", PATCH]  # the lab's patch says LAB ONLY in its summary
+    assert listed[PATCH]["versions"] == ["0.5.14", "0.5.15", "0.5.16"] and listed[PATCH]["not_needed"]
+    assert listed["lab-verify-width-cap"]["summary"].startswith("LAB ONLY")
 
 
 def test_check_needs_exactly_one_source(tmp_path: Path) -> None:
@@ -54,12 +57,12 @@ def test_status_apply_revert_against_a_local_profile(tmp_path: Path) -> None:
     )
     status = run_here("patch", "status", str(profile), "--json")
     assert status.returncode == 0, status.stderr
-    [state] = json.loads(status.stdout)
+    [state] = json.loads(status.stdout)["patches"]
     assert state["state"] == "pending" and state["target"] == str(root / TARGET)
 
     applied = run_here("patch", "apply", str(profile), "--json")
     assert applied.returncode == 0, applied.stderr
-    [result] = json.loads(applied.stdout)
+    [result] = json.loads(applied.stdout)["patches"]
     assert result["changed"] and result["backup_path"]
     again = run_here("patch", "apply", str(profile))
     assert again.returncode == 0 and f"{PATCH}: ok - already applied" in again.stdout

@@ -204,8 +204,9 @@ def test_score_lines_keeps_order_and_reports_bad_lines() -> None:
 
 
 def test_options_and_api_key_from_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from k26ctl.inputs import api_key
     from k26ctl.profile import load_profile
-    from k26ctl.smoke.target import api_key_from_env, options_from_profile
+    from k26ctl.smoke.target import options_from_profile
 
     root = Path(__file__).resolve().parents[2]
     profile = load_profile(root / "profiles" / "lab" / "ddtree-b16.yaml", ["smoke.timeout=33"]).profile
@@ -214,12 +215,12 @@ def test_options_and_api_key_from_profile(monkeypatch: pytest.MonkeyPatch) -> No
     assert options.timeout == 33 and options.concurrency == 4
     assert options_from_profile(profile).concurrency == profile.smoke.concurrency
 
-    assert api_key_from_env(None) is None
+    assert api_key(None) is None
     monkeypatch.setenv("K26_SMOKE_KEY", "abc")
-    assert api_key_from_env("K26_SMOKE_KEY") == "abc"
+    assert api_key("K26_SMOKE_KEY") == "abc"
     monkeypatch.delenv("K26_SMOKE_KEY")
     with pytest.raises(ConfigError, match="K26_SMOKE_KEY is not set"):
-        api_key_from_env("K26_SMOKE_KEY")
+        api_key("K26_SMOKE_KEY")
 
 
 def test_the_documented_suite_example_is_valid() -> None:

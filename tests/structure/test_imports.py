@@ -36,6 +36,8 @@ def _copy_project(into: Path) -> Path:
         project / "k26ctl",
         ignore=shutil.ignore_patterns("__pycache__", "weights", "sglang_tree", "data"),
     )
+    benchmarks = shutil.ignore_patterns("__pycache__", "data")
+    shutil.copytree(ROOT / "benchmarks", project / "benchmarks", ignore=benchmarks)
     return project
 
 
@@ -46,7 +48,7 @@ def _graph() -> grimp.ImportGraph:
 def test_the_layers_contract_holds() -> None:
     proc = _lint(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "1 kept, 0 broken" in proc.stdout
+    assert ", 0 broken" in proc.stdout and " 0 kept" not in proc.stdout
 
 
 def test_the_layers_contract_fails_on_an_upward_import(tmp_path: Path) -> None:
@@ -61,7 +63,7 @@ def test_the_layers_contract_fails_on_an_upward_import(tmp_path: Path) -> None:
     )
     proc = _lint(project)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "0 kept, 1 broken" in proc.stdout
+    assert ", 1 broken" in proc.stdout
     assert "k26ctl.remote.connect -> k26ctl.lab.host" in proc.stdout
 
 

@@ -12,9 +12,9 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from k26ctl.bisect.steps import Deployed
-from k26ctl.bisect.verdict import Verdict
 from k26ctl.profile import LoadedProfile
+from k26ctl.search.step import Deployed
+from k26ctl.search.verdict import Verdict
 from k26ctl.sweep.load import LevelResult
 
 

@@ -34,7 +34,7 @@ def _ctx(tmp_path: Path, host: ScriptedHost, session: str = "t") -> api.Context:
 
 def grid_best(params: list[str], sets: list[str], concurrency: int) -> float:
     base = load_profile(PROFILE, sets)
-    from k26ctl.bisect.setdiff import with_assignment
+    from k26ctl.search.assignment import with_assignment
 
     scores = []
     for point in grid([parse_param(p) for p in params]):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from k26ctl.bisect.plan import Assignment
+from k26ctl.search.assignment import Assignment
 from k26ctl.sweep.search import Control, Evaluation, Finished, SweepPlanner
 from k26ctl.sweep.space import Param, parse_param, point_id
 

@@ -155,3 +155,33 @@ def test_a_fault_switched_on_while_watching_fails_and_prometheus_alerts(tmp_path
         f"interval {INTERVAL:g} s: failing {to_failing:.1f} s after the switch (Prometheus "
         f"{prom_failing:.1f} s later), healthy {to_healthy:.1f} s after it was turned off"
     )
+
+
+@pytest.mark.skipif(
+    prometheus_binary() is None, reason="prometheus is missing (bootstrap.sh --test installs it)"
+)
+def test_accept_length_near_one_on_a_drafter_meant_to_accept_sets_off_the_alert_rule(tmp_path: Path) -> None:
+    """A DDTree server whose drafter proposes only what the target never picks (the stand-in's
+    K26LAB_DRAFT_INVERTED, like a wrong draft model): the canary judges it failing (the drafter accepts
+    nothing), the exported accept length sits at 1.0 beside `speculative_meant_to_accept 1`, and
+    Prometheus starts
+    K26DrafterAcceptsNothing (its 10-minute `for:` keeps it pending here; promtool's test in
+    alerts_test.yml covers the firing)."""
+    metrics_port = free_port()
+    with (
+        lab_server("ddtree-b7", env={"K26LAB_DRAFT_INVERTED": "1"}) as server,
+        _watching(server.url, metrics_port, tmp_path / "state", tmp_path / "watch.prom") as (_proc, lines),
+        prometheus(tmp_path / "prom", [f"127.0.0.1:{metrics_port}"], [RULES_FILE]) as prom,
+    ):
+        record, _ = lines.until("failing")
+        assert record["evidence"]["first_failure"]["detector"] == "drafter_accepts_nothing"
+        prom.wait_for('k26ctl_watch_speculative_meant_to_accept{job="k26ctl-watch"}', 1.0)
+        accept = prom.value('k26ctl_watch_accept_length{job="k26ctl-watch"}')
+        assert accept is not None and accept <= 1.05, accept
+        pending: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        while not pending and time.monotonic() < deadline:
+            pending = [a for a in prom.alerts() if a["labels"]["alertname"] == "K26DrafterAcceptsNothing"]
+            time.sleep(0.5)
+        assert pending and pending[0]["state"] in ("pending", "firing"), prom.alerts()
+        assert pending[0]["labels"]["model"] == "k26lab-tiny"

@@ -26,7 +26,7 @@ def _promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_the_rules_file_is_valid(tmp_path: Path) -> None:
     proc = _promtool("check", "rules", str(RULES_FILE), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "5 rules found" in proc.stdout
+    assert "6 rules found" in proc.stdout
 
 
 def test_the_rule_unit_tests_pass(tmp_path: Path) -> None:

@@ -244,6 +244,28 @@ def test_metrics_carry_the_state_the_cost_and_the_labels() -> None:
     assert f'k26ctl_watch_cycles_total{{{labels},verdict="failing"}} 1.0' in text
 
 
+def test_metrics_export_the_accept_length_over_its_baseline_and_whether_it_should_accept() -> None:
+    from k26ctl.smoke.acceptance import AcceptRule
+
+    metrics = WatchMetrics(Identity("gpu1", "kimi", "eagle3"))
+    metrics.set_accept_baseline(3.2)
+    results = [_result("a", verify_ct=10), _result("b", verify_ct=10)]  # 40 tokens in 20 passes: 2.0
+    cycle = _cycle(results, accept_rule=AcceptRule("EAGLE3", 4.0))
+    metrics.record_cycle(cycle, judge(cycle))
+    text = generate_latest(metrics.registry).decode()
+    labels = 'host="gpu1",model="kimi",profile="eagle3"'
+    assert f"k26ctl_watch_accept_length{{{labels}}} 2.0" in text
+    assert f"k26ctl_watch_accept_baseline{{{labels}}} 3.2" in text
+    assert f"k26ctl_watch_accept_baseline_ratio{{{labels}}} 0.625" in text
+    assert f"k26ctl_watch_speculative_meant_to_accept{{{labels}}} 1.0" in text
+    lookup = _cycle(results, accept_rule=AcceptRule("NGRAM", None))
+    metrics.record_cycle(lookup, judge(lookup))
+    assert (
+        f"k26ctl_watch_speculative_meant_to_accept{{{labels}}} 0.0"
+        in generate_latest(metrics.registry).decode()
+    )
+
+
 def test_the_textfile_is_written_whole(tmp_path: Path) -> None:
     metrics = WatchMetrics(Identity("h", "m", "p"))
     path = tmp_path / "k26ctl_watch.prom"

@@ -9,8 +9,9 @@ import sys
 from typing import Any, TextIO
 
 from k26ctl.bisect.engine import SearchResult
-from k26ctl.bisect.plan import NumericOutcome, Probe, describe
+from k26ctl.bisect.plan import NumericOutcome, Probe
 from k26ctl.bisect.session import StepRecord
+from k26ctl.search.assignment import describe
 
 _COLOURS = {"good": "green", "bad": "red", "skip": "yellow"}
 

@@ -173,6 +173,10 @@ def result_text(result: DeployResult, *, show_diff: bool = False) -> str:
     if result.plan is not None and result.verdict == "changes-pending":
         out.append(f"changes pending on {result.host}:")
         out.append(plan_text(result.plan))
+        if result.expected is not None:
+            out.append(f"  {result.expected.line()}")
+        elif result.plan.restart:
+            out.append("  expected downtime: no earlier restart with phases on this host to predict from")
     what = "rollback" if result.kind == "rollback" else "deploy"
     headline = f"{what} {result.profile} on {result.host}: {result.verdict}"
     if result.message and result.message not in ("nothing to do", "changes pending"):
@@ -193,6 +197,23 @@ def result_text(result: DeployResult, *, show_diff: bool = False) -> str:
     if result.load_seconds is not None or result.ready_seconds is not None:
         ready, load = _fmt_seconds(result.ready_seconds), _fmt_seconds(result.load_seconds)
         out.append(f"ready after {ready} (server load {load})")
+    if result.readahead is not None and result.readahead.get("outcome") != "skipped":
+        r = result.readahead
+        out.append(
+            f"read ahead: {r['bytes_read'] / (1 << 30):.2f} GiB in {r['seconds']:.1f} s before the stop "
+            f"({r['outcome']}); page cache {r['resident_before'] / (1 << 30):.2f} -> "
+            f"{(r.get('resident_after') or 0) / (1 << 30):.2f} of {r['bytes'] / (1 << 30):.2f} GiB"
+        )
+    if result.phases is not None:
+        if result.expected is not None:
+            e = result.expected
+            out.append(
+                f"downtime {result.phases.downtime_seconds:.1f} s; expected {e.seconds:.0f} s "
+                f"(seen {e.low:.0f}-{e.high:.0f} s, {e.basis()})"
+            )
+        from k26ctl.cli.present.phases import phase_lines
+
+        out.extend(phase_lines(result.phases.to_json(), indent=""))
     if result.host_state:
         out.append(f"host: {result.host_state}")
     out.append(f"recap: {result.recap()}  ({result.wall_seconds:.2f} s)")
@@ -218,6 +239,8 @@ def _memory(data: dict[str, object]) -> str:
 
 def _source(data: dict[str, object]) -> str:
     """Where a load percentage comes from: the GPU memory in use, or tqdm's shard count."""
+    if data.get("source") == "readahead":
+        return " of the weights"
     if data.get("source") == "gpu-memory":
         return f" (GPU memory {data.get('gpu_used_gib')}/{data.get('gpu_target_gib')} GiB)"
     return f" ({data.get('done')}/{data.get('total')} shards)"

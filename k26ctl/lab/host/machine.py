@@ -13,20 +13,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, K26Error, PermissionDeniedError, UnreachableError
 from k26ctl.lab.host import netns
+from k26ctl.lab.host.gpu import GpuParts
 
 LAB_PREFIX = "/opt/k26lab"
 SSH_PORT = 22
@@ -77,6 +80,8 @@ class LabHostState:
     started_at: float = 0.0
     boot_seconds: float = 0.0
     real_sglang: list[str] = field(default_factory=list)  # releases bound under /opt/sglang (lab.real)
+    gpu: str = ""  # the GPU parts bound in (`lab host up --gpu`), described; empty on a CPU host
+    binds: list[str] = field(default_factory=list)  # SRC:DST folders bound read-write (`--bind`)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,7 +173,7 @@ def load_state(name: str) -> LabHostState | None:
 def _save_state(state: LabHostState) -> None:
     path = Path(state.state_dir) / "state.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state.to_json(), indent=2) + "\n")
+    tmp.write_text(json.dumps(tagged("lab-host", state.to_json()), indent=2) + "\n")
     os.replace(tmp, path)
 
 
@@ -422,19 +427,35 @@ raise SystemExit(main())
 """
 
 
-def _install_nvidia_smi(usr_upper: Path) -> None:
-    """Into the private writable layer over /usr, so the host has it at /usr/local/bin/nvidia-smi."""
-    _write(usr_upper / "local" / "bin" / "nvidia-smi", _NVIDIA_SMI, 0o755)
+def _install_nvidia_smi(usr_upper: Path, gpu: GpuParts | None = None) -> None:
+    """Into the private writable layer over /usr, so the host has it at /usr/local/bin/nvidia-smi: the
+    stand-in on a CPU host; on a GPU host the real one, with the driver's libraries on its path."""
+    if gpu is None:
+        _write(usr_upper / "local" / "bin" / "nvidia-smi", _NVIDIA_SMI, 0o755)
+        return
+    libs = (
+        f"LD_LIBRARY_PATH={shlex.quote(gpu.library_path)}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} "
+        if (gpu.library_path)
+        else ""
+    )
+    wrapper = f'#!/bin/sh\n{libs}exec {shlex.quote(gpu.nvidia_smi)} "$@"\n'
+    if gpu.nvidia_smi != "/usr/local/bin/nvidia-smi":
+        _write(usr_upper / "local" / "bin" / "nvidia-smi", wrapper, 0o755)
 
 
 def _nspawn_argv(
-    sdir: Path, name: str, ns: str, read_only: list[tuple[Path, str]] | None = None
+    sdir: Path,
+    name: str,
+    ns: str,
+    read_only: list[tuple[Path, str]] | None = None,
+    gpu: GpuParts | None = None,
+    binds_rw: list[tuple[str, str]] | None = None,
 ) -> list[str]:
     from k26ctl.resources import project_root
 
     for d in OVERLAID:
         (sdir / "upper" / d.strip("/")).mkdir(parents=True, exist_ok=True)
-    _install_nvidia_smi(sdir / "upper" / "usr")
+    _install_nvidia_smi(sdir / "upper" / "usr", gpu)
     binds = [f"--bind-ro={p}:{p}" for p in _python_binds()]
     project = str(project_root())
     return [
@@ -456,6 +477,8 @@ def _nspawn_argv(
         f"--bind={sdir / 'unitdir'}:/etc/systemd/system",
         f"--bind={sdir / 'opt'}:/opt",
         *[f"--bind-ro={source}:{inside}" for source, inside in read_only or []],
+        *[f"--bind={source}:{inside}" for source, inside in binds_rw or []],
+        *(gpu.nspawn_arguments() if gpu is not None else []),
         f"--bind-ro={sdir / 'hostname'}:/etc/hostname",
         f"--bind-ro={sdir / 'bashrc'}:/root/.bashrc",
         f"--bind-ro={sdir / 'bootunits'}:/usr/local/lib/systemd/system",
@@ -496,21 +519,40 @@ def lab_status(name: str = "k26lab", *, probe: bool = True) -> LabStatus:
 
 
 def lab_up(
-    name: str = "k26lab", install_deps: bool = False, real_sglang: tuple[str, ...] = ()
+    name: str = "k26lab",
+    install_deps: bool = False,
+    real_sglang: tuple[str, ...] = (),
+    gpu: GpuParts | None = None,
+    binds: tuple[tuple[str, str], ...] = (),
+    *,
+    rebuild: Callable[[str], None] | None = None,
 ) -> LabHostState:
     """Boot the lab host (or return it when it is already up and answering SSH). `real_sglang`: the
-    SGLang releases to serve next to the stand-in (installed into the machine's cache if missing)."""
+    SGLang releases to serve next to the stand-in (installed into the machine's cache if missing);
+    `gpu`: this machine's GPU parts to bind in (module gpu); `binds`: folders bound read-write.
+
+    A host that is up without one of them is refused, unless `rebuild` is given (the demos own their
+    host): then it is told a line saying so, and the host is brought down and up again with them."""
     check_name(name)
     ensure_prerequisites(install_deps)
     status = lab_status(name)
     if status.running and status.host is not None:
         missing = sorted(set(real_sglang) - set(status.host.real_sglang))
-        if missing:
+        if gpu is not None and not status.host.gpu:
             raise ConfigError(
-                f"lab host {name} is up without real SGLang {', '.join(missing)}",
-                f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real",
+                f"lab host {name} is up without the GPU",
+                f"bring it down first (`k26ctl lab host down --name {name}`), then up with --gpu",
             )
-        return status.host
+        if not missing:
+            return status.host
+        without = f"lab host {name} is up without real SGLang {', '.join(missing)}"
+        if rebuild is None:
+            raise ConfigError(
+                without, f"bring it down first (`k26ctl lab host down --name {name}`), then up with --real"
+            )
+        rebuild(f"{without}: bringing it down and up again with it")
+        lab_down(name)
+        status = lab_status(name)
     if status.state == "stale":
         lab_down(name)
     if real_sglang:  # before anything is made: a first install takes minutes
@@ -534,7 +576,7 @@ def lab_up(
             read_only = provision(sdir / "opt", real_sglang, _note)
         with (sdir / "nspawn.log").open("wb") as log:
             proc = subprocess.Popen(
-                _nspawn_argv(sdir, name, plan.netns, read_only),
+                _nspawn_argv(sdir, name, plan.netns, read_only, gpu, list(binds)),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -554,6 +596,8 @@ def lab_up(
             pid_start_ticks=_start_ticks(proc.pid) or 0,
             started_at=time.time(),
             real_sglang=list(real_sglang),
+            gpu=gpu.describe() if gpu is not None else "",
+            binds=[f"{source}:{inside}" for source, inside in binds],
         )
         _save_state(state)
         deadline = time.monotonic() + _BOOT_WAIT

@@ -29,19 +29,19 @@ def _deploy(ctx: DemoContext, *overrides: str) -> DeployResult:
 
 
 def _version(result: DeployResult) -> str:
-    identity = getattr(result.smoke, "server_identity", None) or {}
+    identity = result.smoke.server_identity if result.smoke is not None else {}
     return str(identity.get("version") or "unknown")
 
 
 def _probe_line(result: DeployResult) -> str:
-    probes = getattr(result.smoke, "probes", None)
+    probes = result.smoke.probes if result.smoke is not None else None
     if probes is None or not probes.supported:
         return "probes not run"
     return f"probes {probes.checked} checked, {len(probes.mismatches)} mismatches"
 
 
 def _health_line(result: DeployResult) -> str:
-    health = getattr(result.smoke, "health_after", None)
+    health = result.smoke.health_after if result.smoke is not None else None
     return f"/health {health}" if health is not None else "/health not read"
 
 
@@ -51,7 +51,7 @@ def step_real_up(ctx: DemoContext) -> DemoOutcome:
         f"== bringing lab host {ctx.lab} up with real SGLang {DEMO_RELEASE} "
         "(installed once from the package registry into the machine's cache)"
     )
-    state = lab_up(ctx.lab, real_sglang=(DEMO_RELEASE,))
+    state = lab_up(ctx.lab, real_sglang=(DEMO_RELEASE,), rebuild=ctx.say)
     ctx.host_state = state
     return DemoOutcome("lab host up (real)", "up", f"up at {state.address}", True, time.monotonic() - started)
 
@@ -62,7 +62,7 @@ def _good(ctx: DemoContext, title: str) -> DemoOutcome:
         "the tiny Llama trained on the lab corpus; smoke and the greedy probes should pass"
     )
     result = _deploy(ctx)
-    probes = getattr(result.smoke, "probes", None)
+    probes = result.smoke.probes if result.smoke is not None else None
     ok = (
         result.exit_code == 0
         and result.smoke_passed is True
@@ -96,7 +96,7 @@ def step_garbage(ctx: DemoContext) -> DemoOutcome:
     )
     result = _deploy(ctx, GARBAGE_OVERRIDE)
     ready = any(s.name == "readiness" and s.status == "ok" for s in result.steps)
-    health = getattr(result.smoke, "health_after", None)
+    health = result.smoke.health_after if result.smoke is not None else None
     caught = ready and result.failure == "smoke" and result.exit_code == 1 and health == 200
     got = (
         f"ready, {_health_line(result)}, but smoke failed the output"

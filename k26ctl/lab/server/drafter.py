@@ -49,6 +49,8 @@ class NGramDrafter:
         self._text = "".join(chr(0x100 + i) for i in corpus_ids)
         counts = torch.bincount(torch.tensor(corpus_ids), minlength=vocab_size).float() + 1.0
         self.unigram = counts / counts.sum()
+        # lab-only: propose the least likely token instead (a wrong or untrained draft model)
+        self.inverted = False
 
     @classmethod
     def load(cls, directory: Path, vocab_size: int) -> NGramDrafter:
@@ -88,4 +90,7 @@ class NGramDrafter:
                 probs[d - 1] = (1 - self.smoothing) * hist / hist.sum() + self.smoothing * self.unigram
             else:
                 probs[d - 1] = self.unigram
+        if self.inverted:
+            probs = 1.0 / probs
+            probs = probs / probs.sum(dim=-1, keepdim=True)
         return probs.log()

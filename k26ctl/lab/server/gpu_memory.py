@@ -21,6 +21,14 @@ CONTEXT_MIB = 514  # what a CUDA context holds before any weight is loaded
 WEIGHTS_MIB = 72_000  # per GPU for the weights of the real model at tp 8
 KV_POOL_MIB = 16_000  # per GPU for the KV pool and CUDA graphs allocated after the weights
 QUERY = ("--query-gpu=index,memory.used,memory.total", "--format=csv,noheader,nounits")
+# What `k26ctl doctor` asks: the cards, their driver and compute capability; and the plain header
+# (CUDA version). The lab's answers describe the simulated target host, not this machine.
+IDENTITY_QUERY = (
+    "--query-gpu=index,name,driver_version,compute_cap,memory.total",
+    "--format=csv,noheader,nounits",
+)
+LAB_GPU_NAME = "NVIDIA RTX PRO 6000 Blackwell Server Edition (lab stand-in)"
+LAB_DRIVER, LAB_CUDA, LAB_COMPUTE_CAP = "580.95.05", "13.0", "12.0"
 
 
 def state_path() -> Path:
@@ -92,8 +100,17 @@ def read_state(path: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The lab host's `nvidia-smi`: answers the memory query k26ctl uses, nothing else."""
+    """The lab host's `nvidia-smi`: answers the memory query readiness uses and what doctor asks."""
     args = sys.argv[1:] if argv is None else argv
+    if sorted(args) == sorted(IDENTITY_QUERY):
+        rows = [f"{i}, {LAB_GPU_NAME}, {LAB_DRIVER}, {LAB_COMPUTE_CAP}, {TOTAL_MIB}" for i in range(GPUS)]
+        sys.stdout.write("".join(row + "\n" for row in rows))
+        return 0
+    if not args:
+        sys.stdout.write(
+            f"| NVIDIA-SMI {LAB_DRIVER}   Driver Version: {LAB_DRIVER}   CUDA Version: {LAB_CUDA} |\n"
+        )
+        return 0
     if sorted(args) != sorted(QUERY):
         sys.stderr.write(f"lab nvidia-smi answers only: nvidia-smi {' '.join(QUERY)}\n")
         return 2

@@ -7,7 +7,9 @@ K26LAB_FAULT_SWITCH=PATH (verify fault or mask bug on and off while serving: lab
 K26LAB_LOAD_SECONDS=N (stretch loading to N seconds), K26LAB_FAULT=exit-during-load|scheduler-crash|
 hang|malformed, K26LAB_HEALTH_TIMEOUT (seconds, default 20). SGLANG_DDTREE_MAX_TOPK caps the DDTree
 width per depth. K26LAB_STEP_COST (or --lab-step-cost) paces steps by a modelled GPU step time
-(k26ctl/lab/step_cost.py); K26LAB_DRAFT_ORDER (or --lab-draft-order) weakens the n-gram drafter.
+(k26ctl/lab/step_cost.py); K26LAB_DRAFT_ORDER (or --lab-draft-order) weakens the n-gram drafter;
+K26LAB_DRAFT_INVERTED=1 (or --lab-draft-inverted) makes it propose the least likely token (a drafter
+whose drafts are all rejected).
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ def _load(args, fault: str | None, gpus):  # type: ignore[no-untyped-def]
             drafter.block_size = spec.block_size
         if args.lab_draft_order is not None:
             drafter.max_order = args.lab_draft_order
+        drafter.inverted = args.lab_draft_inverted
     engine = Engine(
         model,
         tree,

@@ -52,6 +52,7 @@ class LabServerArgs:
     speculative_accept_threshold_acc: float = 1.0
     lab_step_cost: str | None = None  # k26ctl.lab.server.step_cost: the modelled GPU step time
     lab_draft_order: int | None = None  # the n-gram drafter's context order (None: its config's)
+    lab_draft_inverted: bool = False  # the drafter proposes the least likely token: nothing is accepted
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -100,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     # lab-only: step-time model and drafter strength (environment defaults, so profiles need no flag)
     p.add_argument("--lab-step-cost", default=os.environ.get("K26LAB_STEP_COST") or None)
     p.add_argument("--lab-draft-order", type=int, default=_env_int("K26LAB_DRAFT_ORDER"))
+    p.add_argument(
+        "--lab-draft-inverted", action="store_true", default=os.environ.get("K26LAB_DRAFT_INVERTED") == "1"
+    )
     # accepted for compatibility with units rendered for a GPU host; no effect on the CPU
     p.add_argument("--cuda-graph-backend-decode", default=None)
     p.add_argument("--cuda-graph-backend-prefill", default=None)
@@ -198,6 +202,7 @@ def parse_args(argv: list[str] | None = None) -> LabServerArgs:
         speculative_accept_threshold_acc=ns.speculative_accept_threshold_acc,
         lab_step_cost=_checked_step_cost(ns.lab_step_cost),
         lab_draft_order=_checked_draft_order(ns.lab_draft_order),
+        lab_draft_inverted=ns.lab_draft_inverted,
     )
 
 

@@ -1,4 +1,4 @@
-"""What was live on the host before a search, and putting it back (`bisect-config reset`).
+"""What was live on the host before a search, and putting it back (`bisect-config reset`, `sweep reset`).
 
 The unit text and the applied patch set are captured into the session file when the search starts,
 so the reset does not depend on anything the steps may have changed on the host since.
@@ -48,6 +48,7 @@ def restore_live(
     *,
     on_event: Any = None,
     accept_new_host_key: bool = False,
+    reason: str = "reset: the deployment live before the search",
 ) -> RestoreResult:
     """Put the captured unit and patch set back, restart (or stop, if it was not running), wait."""
     profile = loaded.profile
@@ -61,7 +62,7 @@ def restore_live(
             run,
             target,
             current_patches=facts.applied_patches,
-            reason="bisect-config reset: the deployment live before the search",
+            reason=reason,
             source=None,
         )
         if target.unit_text is not None and not original.get("running"):
