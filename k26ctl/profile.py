@@ -192,6 +192,12 @@ class SmokeConfig(_Model):
     timeout: float = Field(default=120.0, gt=0)
     probes: bool = True  # greedy self-consistency probes after the suite (where the server supports them)
     probe_positions: int = Field(default=32, ge=1)  # output tokens probed per temperature-0 answer
+    # lossy-by-design SGLang settings (relaxed accept thresholds, simulated accept length): "warn" names
+    # them in validate and the verdict, "strict" makes them an error (k26ctl/validate/lossless.py)
+    lossless: Literal["warn", "strict"] = "warn"
+    # rescoring probes for sampled answers: null follows `probes` (a DDTree server is not asked for
+    # log-probabilities unless this is true), false turns them off
+    rescoring: bool | None = None
     # Below this share of the configuration's accept-length baseline a deploy fails (below 95 % it warns)
     accept_fail_ratio: float | None = Field(default=None, gt=0, le=1)
 

@@ -57,6 +57,16 @@ def smoke(
     probe_positions: int | None = typer.Option(
         None, "--probe-positions", min=1, help="Output tokens probed per answer (default 32)."
     ),
+    rescoring: bool | None = typer.Option(
+        None,
+        "--rescoring/--no-rescoring",
+        help="Rescore sampled answers by prefill (default: with the probes; DDTree only when asked).",
+    ),
+    lossless_strict: bool = typer.Option(
+        False,
+        "--lossless-strict",
+        help="Fail when the server runs lossy-by-design settings (profile: smoke.lossless: strict).",
+    ),
 ) -> None:
     """Run the coherence suite against a live SGLang server."""
     from k26ctl.errors import UnreachableError, UsageError
@@ -87,6 +97,8 @@ def smoke(
             probe_positions,
             quiet=as_json,
             accept_new_host_key=accept_new_host_key,
+            lossless_strict=lossless_strict,
+            rescoring=rescoring,
         )
     except UnreachableError as exc:
         if junit is not None:  # CI still gets a report saying why nothing ran
@@ -166,6 +178,8 @@ def _run(
     probe_positions: int | None,
     quiet: bool,
     accept_new_host_key: bool = False,
+    lossless_strict: bool = False,
+    rescoring: bool | None = None,
 ) -> SmokeReport:
     from k26ctl import inputs
     from k26ctl.cli.common import stderr_console
@@ -189,6 +203,8 @@ def _run(
         "expectations": False if no_expect else None,
         "probes": False if no_probes else None,
         "probe_positions": probe_positions,
+        "lossless_strict": True if lossless_strict else None,
+        "rescoring": rescoring,
         "on_result": progress,
     }
     if url is not None:

@@ -68,6 +68,8 @@ class TokenCompletion:
     output_ids: list[int]
     # per output token, top-1 minus top-2 log-probability (when asked for with top_logprobs >= 2)
     top2_margins: list[float | None] | None = None
+    # per output token, its decode log-probability (return_logprob; temperature-scaled when sampled)
+    logprobs: list[float | None] | None = None
 
 
 MAX_BODY = 8 << 20  # a 4096-token answer is well under 100 KB; room for long reasoning and batches
@@ -267,15 +269,22 @@ class SGLangClient:
         temperature: float,
         max_new_tokens: int,
         top_logprobs: int = 0,
+        logprobs: bool = False,
+        top_p: float | None = None,
+        seed: int | None = None,
     ) -> TokenCompletion:
         """/generate from token ids (or text), asking for the prompt ids back (greedy at temperature 0).
-        With `top_logprobs` >= 2 the answer carries the top-2 margin of every output token."""
-        body: dict[str, Any] = {
-            "sampling_params": {"temperature": temperature, "max_new_tokens": max_new_tokens},
-            "return_prompt_token_ids": True,
-        }
-        if top_logprobs > 0:
+        With `top_logprobs` >= 2 the answer carries the top-2 margin of every output token; with
+        `logprobs` (or any `top_logprobs`) each output token's decode log-probability."""
+        params: dict[str, Any] = {"temperature": temperature, "max_new_tokens": max_new_tokens}
+        if top_p is not None:
+            params["top_p"] = top_p
+        if seed is not None:
+            params["sampling_seed"] = seed
+        body: dict[str, Any] = {"sampling_params": params, "return_prompt_token_ids": True}
+        if top_logprobs > 0 or logprobs:
             body["return_logprob"] = True
+        if top_logprobs > 0:
             body["top_logprobs_num"] = top_logprobs
         if input_ids is not None:
             body["input_ids"] = input_ids
@@ -294,12 +303,44 @@ class SGLangClient:
         if prompt_ids is None:
             raise ResponseError("unexpected /generate body: no prompt_token_ids")
         margins = top2_margins(data.get("meta_info")) if top_logprobs >= 2 else None
+        own = (
+            token_logprobs(data.get("meta_info"), "output_token_logprobs")
+            if body.get("return_logprob")
+            else None
+        )
         return TokenCompletion(
             _completion_from_generate(data, elapsed, decoded.surrogates_replaced),
             list(prompt_ids),
             list(answer.output_ids),
             margins,
+            [v for v, _ in own] if own is not None else None,
         )
+
+    def prompt_logprobs(
+        self, ids: list[int], start: int, top: int
+    ) -> list[tuple[float | None, list[tuple[float, int]] | None]]:
+        """One prefill of `ids` with the target's own log-probability of every token from `start` on
+        (SGLang's input_token_logprobs: entry 0 is token `start`, without a value) and the `top` best
+        at each position. One output token is generated (SGLang needs at least one)."""
+        body = {
+            "input_ids": ids,
+            "sampling_params": {"temperature": 0, "max_new_tokens": 1},
+            "return_logprob": True,
+            "logprob_start_len": start,
+            "top_logprobs_num": top,
+        }
+        data = self._request("POST", "/generate", body)
+        if isinstance(data, list):
+            data = data[0] if data else {}
+        meta = data.get("meta_info") if isinstance(data, dict) else None
+        values = token_logprobs(meta, "input_token_logprobs")
+        tops = top_lists(meta, "input_top_logprobs")
+        if values is None or tops is None or len(values) != len(tops) or len(values) != len(ids) - start:
+            raise ResponseError(
+                "/generate did not return the prompt's log-probabilities (input_token_logprobs, "
+                f"input_top_logprobs) for {len(ids) - start} tokens"
+            )
+        return [(v, t) for (v, _), t in zip(values, tops, strict=True)]
 
     def next_tokens(self, prefixes: list[list[int]]) -> list[int]:
         """One greedy token after each of `prefixes`, sent as one batched /generate request."""
@@ -357,6 +398,46 @@ def top2_margins(meta_info: Any) -> list[float | None] | None:
         ]
         margins.append(round(float(values[0]) - float(values[1]), 5) if len(values) >= 2 else None)
     return margins
+
+
+def token_logprobs(meta_info: Any, key: str) -> list[tuple[float | None, int | None]] | None:
+    """SGLang's `[logprob, token_id, text-or-null]` triples under `key`; None when absent or malformed."""
+    if not isinstance(meta_info, dict) or not isinstance(meta_info.get(key), list):
+        return None
+    out: list[tuple[float | None, int | None]] = []
+    for entry in meta_info[key]:
+        if not isinstance(entry, (list, tuple)) or not entry:
+            return None
+        value = entry[0]
+        token = entry[1] if len(entry) > 1 and isinstance(entry[1], int) else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return None
+        out.append((None if value is None else float(value), token))
+    return out
+
+
+def top_lists(meta_info: Any, key: str) -> list[list[tuple[float, int]] | None] | None:
+    """Per position, the best `(logprob, token_id)` pairs under `key` (None where SGLang gives none)."""
+    if not isinstance(meta_info, dict) or not isinstance(meta_info.get(key), list):
+        return None
+    out: list[list[tuple[float, int]] | None] = []
+    for entry in meta_info[key]:
+        if entry is None:
+            out.append(None)
+            continue
+        if not isinstance(entry, list):
+            return None
+        pairs = [
+            (float(item[0]), int(item[1]))
+            for item in entry
+            if isinstance(item, (list, tuple))
+            and len(item) >= 2
+            and isinstance(item[0], (int, float))
+            and not isinstance(item[0], bool)
+            and isinstance(item[1], int)
+        ]
+        out.append(pairs)
+    return out
 
 
 def _completion_from_generate(data: dict[str, Any], elapsed: float, surrogates: int = 0) -> Completion:

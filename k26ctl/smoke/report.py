@@ -12,6 +12,7 @@ from k26ctl.smoke.acceptance import AcceptRule
 from k26ctl.smoke.baseline import BaselineComparison
 from k26ctl.smoke.detectors import Finding
 from k26ctl.smoke.probes import ProbeReport
+from k26ctl.smoke.rescoring import RescoreReport
 from k26ctl.termsafe import clean
 
 
@@ -38,6 +39,8 @@ class RequestResult:
     prompt_ids: list[int] | None = field(default=None, repr=False)
     output_ids: list[int] | None = field(default=None, repr=False)
     top2_margins: list[float | None] | None = field(default=None, repr=False)  # recording a baseline
+    # a sampled answer's decode log-probabilities (for the rescoring probes), when the server gave them
+    decode_logprobs: list[float | None] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -112,6 +115,9 @@ class SmokeReport:
     requests_sent: int = 0  # HTTP requests this run made, probes included
     health_after: int | None = None  # /health's status after the suite (200 beside a failure is the point)
     accept_rule: AcceptRule | None = None  # how the accept length was judged (speculative servers)
+    rescoring: RescoreReport | None = None  # the sampled answers rescored by one prefill each
+    # lossy-by-design settings the server runs with (read back from /server_info and the unit)
+    lossy_levers: list[str] = field(default_factory=list)
     # the accept length against its configuration's baseline on the host (deploy/accept_baseline.py)
     accept_baseline: dict[str, Any] | None = None
 
@@ -135,6 +141,7 @@ class SmokeReport:
             and not suite_failed
             and (self.baseline is None or self.baseline.passed)
             and (self.probes is None or self.probes.passed)
+            and (self.rescoring is None or self.rescoring.verdict != "fail")
         )
 
     @property
@@ -164,6 +171,17 @@ class SmokeReport:
                 f"probes={self.probes.verdict}"
                 + (f"({len(self.probes.mismatches)}/{self.probes.checked})" if self.probes.supported else "")
             )
+        if self.rescoring is not None:
+            parts.append(
+                f"rescoring={self.rescoring.verdict}"
+                + (
+                    f"({self.rescoring.low_tokens} unlikely/{self.rescoring.tokens})"
+                    if self.rescoring.tokens
+                    else ""
+                )
+            )
+        if self.lossy_levers:
+            parts.append(f"lossy=[{', '.join(self.lossy_levers)}]")
         if self.baseline is not None:
             parts.append(f"baseline_exact={self.baseline.exact_match_rate:.0%}")
         failing = sorted(
@@ -215,6 +233,8 @@ class SmokeReport:
                 "baseline_recorded": self.baseline_recorded,
                 "results": [r.to_json() for r in self.results],
                 "probes": self.probes.to_json() if self.probes else None,
+                "rescoring": self.rescoring.to_json() if self.rescoring else None,
+                "lossy_levers": self.lossy_levers,
                 "health_after": self.health_after,
             },
         )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from k26ctl.errors import ConfigError, UnreachableError
+from k26ctl.lossy_levers import levers as lossy_levers
 from k26ctl.smoke.accept_memory import AcceptMemory
 from k26ctl.smoke.acceptance import AcceptRule, PriorAccept, request_findings, rule_for, suite_findings
 from k26ctl.smoke.acceptance import server_args as _server_args
@@ -40,6 +41,8 @@ from k26ctl.smoke.client import ResponseError, SGLangClient, avg_accept_length, 
 from k26ctl.smoke.detectors import Finding, score_text
 from k26ctl.smoke.probes import DEFAULT_POSITIONS, ProbeAnswer, ProbeReport, run_probes, skipped
 from k26ctl.smoke.report import RequestResult, SmokeReport
+from k26ctl.smoke.rescoring import RescoreReport, SampledAnswer, run_rescoring
+from k26ctl.smoke.rescoring import skipped as rescoring_skipped
 from k26ctl.smoke.suite import PromptSpec, Suite, load_suite
 
 # Below this many generated tokens an accept length says little (a short answer may end in one step).
@@ -75,6 +78,13 @@ class SmokeOptions:
     # greedy self-consistency probes after the suite (when the server supports them)
     probes: bool = True
     probe_positions: int = DEFAULT_POSITIONS
+    # rescoring probes for sampled answers. None: with the greedy probes, but not asked of a DDTree
+    # server (see DDTREE_LOGPROB_NOTE); True asks any server, False never
+    rescoring: bool | None = None
+    # lossy-by-design settings the server runs with fail the run instead of warning (smoke.lossless)
+    lossless_strict: bool = False
+    # the service's environment as the unit sets it (after a deploy), for SGLANG_SIMULATE_ACC_LEN
+    unit_environment: dict[str, str] | None = None
     # Asked right before the probes: None (or True) flushes the prefix cache first; a string is why
     # not (a long-running watcher never flushes the cache of a server that is serving others).
     probe_flush: Callable[[], str | None] | None = field(default=None, repr=False)
@@ -224,27 +234,30 @@ class _TokenMode:
 
     reasoning: bool  # the server splits reasoning (a reasoning parser is on): split the raw text too
     top_logprobs: int = 0  # recording a baseline: ask for the top-2 log-probabilities of every token
+    # sampled requests go by ids too, with their decode log-probabilities, for the rescoring probes
+    sampled: bool = False
+    top_p: float | None = None
+    seed: int | None = None
 
 
 def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _TokenMode) -> RequestResult:
     prompt = job.prompt
     result = RequestResult(prompt.id, prompt.kind, prompt.api, job.temperature, job.attempt)
+    sampled = job.temperature > 0
+    sampling: dict[str, Any] = {
+        "temperature": job.temperature,
+        "max_new_tokens": prompt.max_tokens,
+        "top_logprobs": 0 if sampled else mode.top_logprobs,
+        "logprobs": sampled,
+        "top_p": mode.top_p if sampled else None,
+        "seed": mode.seed if sampled else None,
+    }
     try:
         if prompt.api == "generate":
-            tc = client.generate_tokens(
-                text=prompt.prompt or "",
-                temperature=0.0,
-                max_new_tokens=prompt.max_tokens,
-                top_logprobs=mode.top_logprobs,
-            )
+            tc = client.generate_tokens(text=prompt.prompt or "", **sampling)
         else:
             ids = client.tokenize_chat(prompt.chat_messages(), kwargs or None)
-            tc = client.generate_tokens(
-                input_ids=ids,
-                temperature=0.0,
-                max_new_tokens=prompt.max_tokens,
-                top_logprobs=mode.top_logprobs,
-            )
+            tc = client.generate_tokens(input_ids=ids, **sampling)
     except ResponseError as exc:
         result.error = str(exc)
         return result
@@ -261,6 +274,7 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
     result.prompt_ids, result.output_ids = tc.prompt_ids, tc.output_ids
     result.surrogates_replaced = c.surrogates_replaced
     result.top2_margins = tc.top2_margins
+    result.decode_logprobs = tc.logprobs if sampled else None
     if c.verify_ct:
         result.accept_length, result.verify_ct = c.accept_length, c.verify_ct
     return result
@@ -271,7 +285,7 @@ def _send(
 ) -> RequestResult:
     prompt = job.prompt
     kwargs = {**suite.chat_template_kwargs, **(prompt.chat_template_kwargs or {})}
-    if mode is not None and job.temperature == 0:
+    if mode is not None and (job.temperature == 0 or mode.sampled):
         return _send_ids(client, job, kwargs, mode)
     result = RequestResult(prompt.id, prompt.kind, prompt.api, job.temperature, job.attempt)
     try:
@@ -457,10 +471,28 @@ def run_smoke(
         info_before = _server_info(client, info_problems)
         rule = rule_for(info_before, options.min_accept_length, _prior(options, target, info_before, model))
         # token ids serve the probes, and baseline parity by token (near ties) when a baseline is used
-        by_token = options.probes or baseline is not None or options.record_baseline is not None
+        rescore = options.probes if options.rescoring is None else options.rescoring
+        has_sampled = any(t > 0 for p in suite.prompts for t in suite.temperatures_for(p))
+        by_token = (
+            options.probes
+            or (rescore and has_sampled)
+            or baseline is not None
+            or options.record_baseline is not None
+        )
         mode, probe_note = _token_mode(client, info_before) if by_token else (None, None)
         if mode is not None and options.record_baseline is not None:
             mode = dataclasses.replace(mode, top_logprobs=2)
+        rescore_note: str | None = None
+        if rescore and has_sampled:
+            if mode is None:
+                rescore_note = probe_note or "the server does not serve token ids"
+            elif options.rescoring is None and _algorithm(info_before) == "DDTREE":
+                rescore_note = DDTREE_LOGPROB_NOTE
+            else:
+                hello = client.tokenize_chat([{"role": "user", "content": "Hello"}], None)
+                rescore_note = _logprob_refusal(client, hello)
+                if rescore_note is None:
+                    mode = dataclasses.replace(mode, sampled=True, top_p=suite.top_p, seed=suite.seed)
         jobs = _plan(suite, determinism)
         generation_started = time.monotonic()
         pairs = _run_jobs(client, jobs, suite, model, options, concurrency, rule, mode)
@@ -479,6 +511,13 @@ def run_smoke(
             probes = _run_probes(client, pairs, concurrency, options.probe_positions, refusal)
         elif options.probes:
             probes = skipped(probe_note or "not supported", options.probe_positions)
+        rescoring: RescoreReport | None = None
+        if rescore and has_sampled:
+            if mode is not None and mode.sampled:
+                refusal = options.probe_flush() if options.probe_flush is not None else None
+                rescoring = _run_rescoring(client, pairs, concurrency, refusal)
+            else:
+                rescoring = rescoring_skipped(rescore_note or "the server does not return log-probabilities")
         health_after = client.health_status()
     strict = _deterministic(info_after or info_before)
     _determinism_findings(pairs, strict, probes)
@@ -508,6 +547,12 @@ def run_smoke(
         )
     if probes is not None:
         report.suite_findings += _probe_findings(probes, results)
+    report.rescoring = rescoring
+    if rescoring is not None:
+        report.suite_findings += _rescoring_findings(rescoring, results)
+    served = lossy_levers(_server_args(info_after or info_before), options.unit_environment)
+    report.lossy_levers = [lever.setting for lever in served]
+    report.suite_findings += _lossy_findings(served, options.lossless_strict, options.unit_environment)
     report.requests_sent = client.requests_sent
     report.accept_rule = rule
     report.suite_findings += _measured_accept_findings(report, rule)
@@ -558,6 +603,32 @@ def _token_mode(client: SGLangClient, info: dict[str, Any] | None) -> tuple[_Tok
     return _TokenMode(reasoning=bool(_server_args(info).get("reasoning_parser"))), None
 
 
+# The DDTree branch (PR #29907) refuses return_logprob inside its speculative worker, where an error
+# can stop the scheduler (docs/conformance.md, "Both 0.5.15 and the PR reject return_logprob"); a
+# release's DFlash refuses it at admission instead (0.5.15 managers/scheduler.py:2162-2168), which the
+# preflight below reads as a named reason. So a DDTree server is not asked unless the user says so.
+DDTREE_LOGPROB_NOTE = (
+    "not asked: the DDTree branch refuses return_logprob inside its worker, which can stop the "
+    "server; --rescoring (smoke.rescoring: true) asks anyway where its tree serves log-probabilities"
+)
+
+
+def _algorithm(info: dict[str, Any] | None) -> str:
+    return str(_server_args(info).get("speculative_algorithm") or "").upper()
+
+
+def _logprob_refusal(client: SGLangClient, ids: list[int]) -> str | None:
+    """Why the server cannot serve the rescoring probes (None: it returns log-probabilities)."""
+    try:
+        client.prompt_logprobs(ids, max(0, len(ids) - 2), 2)
+        tc = client.generate_tokens(input_ids=ids, temperature=0.0, max_new_tokens=1, logprobs=True)
+    except ResponseError as exc:
+        return f"the server does not return log-probabilities (return_logprob): {exc}"
+    if tc.logprobs is None:
+        return "the server's /generate answered return_logprob without output_token_logprobs"
+    return None
+
+
 def _run_probes(
     client: SGLangClient,
     pairs: list[tuple[_Job, RequestResult]],
@@ -582,6 +653,120 @@ def _run_probes(
     if no_flush_reason is not None:
         report.note = f"the prefix cache was not flushed: {no_flush_reason}"
     return report
+
+
+def _run_rescoring(
+    client: SGLangClient,
+    pairs: list[tuple[_Job, RequestResult]],
+    concurrency: int,
+    no_flush_reason: str | None = None,
+) -> RescoreReport:
+    answers = [
+        SampledAnswer(r.prompt_id, r.attempt, job.temperature, r.prompt_ids, r.output_ids, r.decode_logprobs)
+        for job, r in pairs
+        if job.temperature > 0 and r.error is None and r.prompt_ids is not None and r.output_ids
+    ]
+    if not answers:
+        return rescoring_skipped("no sampled answer came back with its token ids")
+    report = run_rescoring(client, answers, concurrency, flush=no_flush_reason is None)
+    if no_flush_reason is not None:
+        report.note = f"the prefix cache was not flushed: {no_flush_reason}"
+    return report
+
+
+def _rescoring_findings(rescoring: RescoreReport, results: list[RequestResult]) -> list[Finding]:
+    """The sampled answers' rescoring: per-answer decode/rescore disagreements on the answers, the
+    run-wide statistical evidence as suite findings, and a named reason when it could not run."""
+    if rescoring.verdict == "skipped":
+        return [
+            Finding(
+                "rescoring_skipped",
+                0.0,
+                0.0,
+                (0, 0),
+                "",
+                f"sampled answers were not rescored: {rescoring.note or 'nothing to rescore'}",
+                severity="warn",
+            )
+        ]
+    findings: list[Finding] = []
+    rule = rescoring.rule
+    by_name = {(r.prompt_id, r.attempt, r.temperature): r for r in results if r.temperature > 0}
+    for answer in rescoring.diff_failures():
+        finding = Finding(
+            "rescore_logprob_mismatch",
+            float(answer.diff_tokens),
+            float(rule.max_diff_tokens),
+            (0, 0),
+            "",
+            f"{answer.diff_tokens} of {answer.tokens} sampled tokens carry a decode log-probability more "
+            f"than {rule.max_token_diff:g} nats from the target's own prefill (largest "
+            f"{answer.max_diff:.2f}): the verify pass computed other logits than the model",
+        )
+        result = by_name.get((answer.prompt_id, answer.attempt, answer.temperature))
+        (result.findings if result is not None else findings).append(finding)
+    if rescoring.low_tail < rule.alpha:
+        worst = max(rescoring.answers, key=lambda a: a.low_tokens)
+        findings.append(
+            Finding(
+                "rescore_unlikely_tokens",
+                float(rescoring.low_tokens),
+                rescoring.low_expected,
+                (0, 0),
+                "",
+                f"{rescoring.low_tokens} of {rescoring.tokens} sampled tokens have target probability under "
+                f"{rule.epsilon:g} where a correct sampler draws {rescoring.low_expected:.2f} on average "
+                f"(P = {rescoring.low_tail:.2g}; most in {worst.name}, first at token {worst.first_low})",
+            )
+        )
+    if rescoring.surprise_fails:
+        worst = min(rescoring.answers, key=lambda a: a.z)
+        findings.append(
+            Finding(
+                "rescore_surprise",
+                worst.z,
+                rule.z_answer,
+                (0, 0),
+                "",
+                f"the sampled tokens are systematically less likely than a correct sampler's (z = "
+                f"{rescoring.surprise_z:.1f} over the run, {worst.z:.1f} in {worst.name}): the server does "
+                "not sample from the target model",
+            )
+        )
+    if not rescoring.flushed:
+        findings.append(
+            Finding(
+                "rescoring_unflushed",
+                0.0,
+                0.0,
+                (0, 0),
+                "",
+                f"{rescoring.note}; the rescoring may have reused KV the answers' verify passes wrote",
+                severity="warn",
+            )
+        )
+    return findings
+
+
+def _lossy_findings(
+    served: list[Any], strict: bool, unit_environment: dict[str, str] | None
+) -> list[Finding]:
+    """The lossy-by-design settings read back from the server (and the unit's environment)."""
+    if not served:
+        return []
+    where = "/server_info" + (" and the unit's environment" if unit_environment is not None else "")
+    shown = "; ".join(lever.describe() for lever in served)
+    return [
+        Finding(
+            "lossy_by_design",
+            float(len(served)),
+            0.0,
+            (0, 0),
+            "",
+            f"the server runs lossy-by-design settings (read from {where}): {shown}",
+            severity="fail" if strict else "warn",
+        )
+    ]
 
 
 def _probe_findings(probes: ProbeReport, results: list[RequestResult]) -> list[Finding]:

@@ -27,6 +27,8 @@ def options_from_profile(profile: Profile, **overrides: object) -> SmokeOptions:
         timeout=profile.smoke.timeout,
         probes=profile.smoke.probes,
         probe_positions=profile.smoke.probe_positions,
+        lossless_strict=profile.smoke.lossless == "strict",
+        rescoring=profile.smoke.rescoring,
     )
     return with_overrides(options, **overrides)
 

@@ -578,4 +578,5 @@ from k26ctl.validate.crossflag import cross_flag_findings  # noqa: E402
 RULES.append(cross_flag_findings)
 
 # Rules kept in their own modules register themselves on import (they import `rule` from registry.py).
+from k26ctl.validate import lossless as _lossless  # noqa: E402, F401
 from k26ctl.validate import warm_caches as _warm_caches  # noqa: E402, F401

@@ -1,14 +1,22 @@
 """One canary cycle: a small temperature-0 smoke run with its probes, detectors and baseline drift.
 
-The canary is carved out of a smoke suite (the profile's, or the shipped default): its first
-temperature-0 prompts with their output capped, sent together (at least two in flight), no repeats,
-no sampled requests, no prompt expectations (the capped answers may stop before an expected word;
-the baseline judges the answers instead). Everything else is smoke's own code: `run_smoke` sends the
-requests, runs the detectors and the probes and compares with the baseline.
+The canary is carved out of a smoke suite (the profile's, or the shipped default): its temperature-0
+prompts with their output capped, no repeats, no sampled requests, no prompt expectations (the capped
+answers may stop before an expected word; the baseline judges the answers instead). That pool is
+shuffled once with a seed taken from the suite's name and cut into slices of `--prompts` prompts
+(the last slice wraps around to the first prompts); each cycle sends one slice, all in flight
+together, and the next cycle the next slice. So every cycle costs the same few requests, every
+prompt of the suite is asked once every `slice_count` cycles, and a fault that shows only on some
+prompts is seen within that many intervals. A re-check runs the same slice, and a slice always holds
+the same prompts in the same order, so a state change is confirmed on what first showed it. Each
+slice keeps its own baseline. Everything else is smoke's own code: `run_smoke` sends the requests,
+runs the detectors and the probes and compares with the baseline.
 """
 
 from __future__ import annotations
 
+import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +32,11 @@ from k26ctl.smoke.suite import Suite
 DEFAULT_PROMPTS = 3
 DEFAULT_MAX_TOKENS = 64
 DEFAULT_PROBE_POSITIONS = 32
+# A slice's baseline and a later cycle of it ran in different batches (the slices turn), so a
+# near-tie flip of the numerics can part them: the lab's calibrated noise flips rows whose top two
+# are within 0.5 logits (benchmarks/README.md, "Watch over the whole suite"), which smoke's 0.25 would
+# call a clear choice. A fault parts them at clear choices (ddtree-b7-subtle: margin 2.82).
+BASELINE_NEAR_TIE_MARGIN = 0.5
 
 
 @dataclass(frozen=True)
@@ -33,10 +46,13 @@ class CanarySettings:
     probe_positions: int = DEFAULT_PROBE_POSITIONS
     request_timeout: float = 30.0
     min_accept_length: float | None = None
+    near_tie_margin: float = BASELINE_NEAR_TIE_MARGIN
 
 
 def canary_suite(suite: Suite, prompts: int = DEFAULT_PROMPTS, max_tokens: int = DEFAULT_MAX_TOKENS) -> Suite:
-    """The first `prompts` temperature-0 prompts of `suite`, capped at `max_tokens`, greedy only."""
+    """The canary's pool: every temperature-0 prompt of `suite`, capped at `max_tokens`, greedy only,
+    in a fixed shuffled order (seeded by the suite's name). `prompts` is the slice size; each cycle
+    runs one slice of it (`canary_slice`)."""
     greedy = [p for p in suite.prompts if 0.0 in suite.temperatures_for(p)]
     if len(greedy) < 2:
         from k26ctl.errors import ConfigError
@@ -49,8 +65,9 @@ def canary_suite(suite: Suite, prompts: int = DEFAULT_PROMPTS, max_tokens: int =
         p.model_copy(
             update={"max_tokens": min(p.max_tokens, max_tokens), "temperatures": [0.0], "expect": []}
         )
-        for p in greedy[: max(2, prompts)]
+        for p in greedy
     ]
+    random.Random(f"k26ctl-canary:{suite.name}").shuffle(chosen)
     return suite.model_copy(
         update={
             "name": f"{suite.name}-canary",
@@ -60,6 +77,33 @@ def canary_suite(suite: Suite, prompts: int = DEFAULT_PROMPTS, max_tokens: int =
             "expectations": False,
         }
     )
+
+
+def slice_count(pool: Suite, prompts: int) -> int:
+    """How many cycles it takes to ask every prompt of the pool once."""
+    return max(1, math.ceil(len(pool.prompts) / max(2, prompts)))
+
+
+def slice_size(pool: Suite, prompts: int) -> int:
+    return min(max(2, prompts), len(pool.prompts))
+
+
+def cycle_period(pool: Suite, prompts: int) -> int:
+    """Steps until every prompt was asked at every place of its batch: slices x slice size."""
+    return slice_count(pool, prompts) * slice_size(pool, prompts)
+
+
+def canary_slice(pool: Suite, prompts: int, step: int) -> Suite:
+    """The prompts of step `step`: slice `step` modulo the slice count, `prompts` prompts (at least 2;
+    the last slice wraps around to the first ones, so every slice costs the same), sent in an order
+    rotated once per pass over the pool. A fault of one place in a batch (the second request of
+    ddtree-b7-subtle) thus meets every prompt within `cycle_period` steps."""
+    count, size = slice_count(pool, prompts), slice_size(pool, prompts)
+    start = (step % count) * size
+    chosen = [pool.prompts[(start + i) % len(pool.prompts)] for i in range(size)]
+    turn = (step // count) % size
+    chosen = chosen[turn:] + chosen[:turn]
+    return pool.model_copy(update={"prompts": chosen})
 
 
 @dataclass
@@ -111,6 +155,7 @@ def run_cycle(
         except K26Error:
             baseline_path.unlink(missing_ok=True)
     options = SmokeOptions(
+        near_tie_margin=settings.near_tie_margin,
         concurrency=len(suite.prompts),
         baseline=baseline,
         record_baseline=None if baseline is not None else baseline_path,

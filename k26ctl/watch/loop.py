@@ -23,7 +23,14 @@ from typing import Any
 from k26ctl.errors import K26Error
 from k26ctl.smoke.runner import SmokeTarget
 from k26ctl.smoke.suite import Suite
-from k26ctl.watch.canary import CanarySettings, CycleResult, run_cycle
+from k26ctl.watch.canary import (
+    CanarySettings,
+    CycleResult,
+    canary_slice,
+    cycle_period,
+    run_cycle,
+    slice_count,
+)
 from k26ctl.watch.load import flush_refusal, read_load
 from k26ctl.watch.machine import StateMachine
 from k26ctl.watch.metrics import WatchMetrics
@@ -80,11 +87,14 @@ class Watcher:
         self.cycles = 0
         self._backoff = 0
         self._random = random.Random()
+        self._slice = (0, 1)  # (index, count) of the canary slice the current step runs
 
     # ---- one cycle -------------------------------------------------------------------------------
 
-    def _cycle(self) -> tuple[CycleResult, Verdict] | None:
-        """One judged canary cycle, or None when the server is saturated (skipped)."""
+    def _cycle(self, step: int) -> tuple[CycleResult, Verdict] | None:
+        """One judged canary cycle for step `step` (its slice, in its order), or None when the server is
+        saturated (skipped)."""
+        count = slice_count(self.suite, self.config.canary.prompts)
         try:
             with self.open_target() as target:
                 load = read_load(target.base_url, self.api_key)
@@ -92,9 +102,9 @@ class Watcher:
                     return None
                 cycle = run_cycle(
                     target,
-                    self.suite,
+                    canary_slice(self.suite, self.config.canary.prompts, step),
                     self.config.canary,
-                    self.store.baseline,
+                    self.store.slice_baseline(step % count, count),
                     probe_flush=lambda: flush_refusal(read_load(target.base_url, self.api_key)),
                 )
         except K26Error as exc:  # the SSH connection or its port forward: unreachable too
@@ -106,8 +116,14 @@ class Watcher:
         return cycle, verdict
 
     def step(self) -> StepOutcome:
-        """A cycle and, when its verdict differs from the state, the immediate re-check."""
-        first = self._cycle()
+        """A cycle and, when its verdict differs from the state, the immediate re-check (on the same
+        slice of the canary's pool); the next step takes the next slice."""
+        count = slice_count(self.suite, self.config.canary.prompts)
+        period = cycle_period(self.suite, self.config.canary.prompts)
+        step = self.store.next_slice(period)
+        self.store.advance_slice(step, period)
+        self._slice = (step % count, count)
+        first = self._cycle(step)
         if first is None:
             self._backoff += 1
             if self.metrics is not None:
@@ -124,7 +140,7 @@ class Watcher:
         cycle, verdict = first
         recheck: tuple[CycleResult, Verdict] | None = None
         if self.machine.needs_recheck(verdict.state):
-            recheck = self._cycle()
+            recheck = self._cycle(step)
         second = recheck[1].state if recheck is not None else None
         if recheck is None and self.machine.needs_recheck(verdict.state):
             second = self.machine.state  # the re-check was skipped (saturated): nothing confirmed
@@ -175,10 +191,14 @@ class Watcher:
             "baseline_recorded": cycle.baseline_recorded,
             "drifted": verdict.drifted,
             "cycles": self.cycles,
+            "slice": f"{self._slice[0] + 1}/{self._slice[1]}",
         }
         if report is not None:
             record["model"] = report.model
             record["accept_length"] = report.measured_accept_length
+            record["prompts"] = [r.prompt_id for r in report.results]
+            if report.lossy_levers:
+                record["lossy_levers"] = report.lossy_levers
         if first is not None:
             record["recheck_of"] = {"verdict": first.state, "reasons": first.reasons}
         return record

@@ -57,9 +57,28 @@ class WatchStore:
     def history(self) -> Path:
         return self.root / "history.jsonl"
 
+    def slice_baseline(self, index: int, count: int) -> Path:
+        """The baseline of one canary slice (one slice: the single baseline of old)."""
+        return self.baseline if count <= 1 else self.root / f"baseline-slice{index + 1}of{count}.json"
+
+    @property
+    def cursor(self) -> Path:
+        """The next canary slice to run, kept across `watch --once` runs."""
+        return self.root / "slice.json"
+
+    def next_slice(self, count: int) -> int:
+        data = _read_json(self.cursor) or {}
+        value = data.get("next")
+        return value % count if isinstance(value, int) and value >= 0 and count > 0 else 0
+
+    def advance_slice(self, index: int, count: int) -> None:
+        write_atomic(self.cursor, json.dumps({"next": (index + 1) % max(1, count)}) + "\n")
+
     def forget_baseline(self) -> bool:
-        existed = self.baseline.exists()
-        self.baseline.unlink(missing_ok=True)
+        existed = False
+        for path in [self.baseline, *self.root.glob("baseline-slice*.json")]:
+            existed = existed or path.exists()
+            path.unlink(missing_ok=True)
         return existed
 
     def write_last(self, record: dict[str, Any]) -> None:

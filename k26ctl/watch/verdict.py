@@ -93,7 +93,9 @@ def judge(cycle: CycleResult, rules: JudgeRules | None = None) -> Verdict:
             verdict.state = DEGRADED
             verdict.reasons.append(slow[0].message)
     if report.baseline is not None:
-        verdict.drifted = sum(1 for p in report.baseline.prompts if not p.match)
+        # a divergence first seen at a near tie of the baseline is numerics (the batch around the
+        # prompt changes from slice to slice), not drift; new weights diverge at clear choices
+        verdict.drifted = sum(1 for p in report.baseline.prompts if not p.match and not p.near_tie)
         total = len(report.baseline.prompts)
         if verdict.state == HEALTHY and total and verdict.drifted / total > rules.drift_share:
             verdict.state = DEGRADED
@@ -106,6 +108,11 @@ def judge(cycle: CycleResult, rules: JudgeRules | None = None) -> Verdict:
         if verdict.state == HEALTHY:
             verdict.state = DEGRADED
         verdict.reasons.append(f"slowest canary request {max(timed):.1f} s (limit {rules.max_latency:g} s)")
+    if report.lossy_levers:  # named in every verdict, whatever the state: the answers cannot be lossless
+        verdict.reasons.append(
+            "server runs lossy-by-design settings (not lossless when sampling): "
+            + ", ".join(report.lossy_levers)
+        )
     verdict.evidence = _evidence(cycle, wrong)
     return verdict
 

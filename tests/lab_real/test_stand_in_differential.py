@@ -66,6 +66,53 @@ def generate_ids(base: str, model: str) -> Any:
     )
 
 
+def _triple_shape(entry: Any) -> str:
+    """The shape of one SGLang logprob entry: [value, token id, text-or-null]."""
+    if not isinstance(entry, list):
+        return type(entry).__name__
+    return "/".join(type(x).__name__ for x in entry)
+
+
+def sampled_logprobs(base: str, model: str) -> Any:
+    """A sampled answer's own decode log-probabilities (what the rescoring probes compare)."""
+    body = {
+        "input_ids": [1, 2, 3, 4],
+        "sampling_params": {"temperature": 0.7, "max_new_tokens": 4, "ignore_eos": True},
+        "return_logprob": True,
+    }
+    data = httpx.post(f"{base}/generate", json=body, timeout=60).json()
+    meta = data["meta_info"]
+    out = meta["output_token_logprobs"]
+    return (
+        len(out) == len(data["output_ids"]),
+        [entry[1] for entry in out] == data["output_ids"],
+        {_triple_shape(entry) for entry in out},
+        all(entry[0] <= 0 for entry in out),
+        [_triple_shape(entry) for entry in meta["input_token_logprobs"]],
+    )
+
+
+def prompt_logprobs(base: str, model: str) -> Any:
+    """The prompt's own log-probabilities from logprob_start_len, with the best two per position (the
+    rescoring prefill)."""
+    ids = [1, 2, 3, 4, 5, 6, 7, 8]
+    body = {
+        "input_ids": ids,
+        "sampling_params": {"temperature": 0, "max_new_tokens": 1},
+        "return_logprob": True,
+        "logprob_start_len": 3,
+        "top_logprobs_num": 2,
+    }
+    meta = httpx.post(f"{base}/generate", json=body, timeout=60).json()["meta_info"]
+    values, tops = meta["input_token_logprobs"], meta["input_top_logprobs"]
+    return (
+        [_triple_shape(entry) for entry in values],
+        [entry[1] for entry in values] == ids[3:],
+        [None if top is None else [_triple_shape(x) for x in top] for top in tops],
+        all(top is None or top[0][0] >= top[1][0] for top in tops),
+    )
+
+
 def flush_idle(base: str, model: str) -> Any:
     return httpx.post(f"{base}/flush_cache", timeout=30).status_code
 
@@ -117,6 +164,8 @@ QUESTIONS: list[Question] = [
     model_by_id,
     tokenize_chat,
     generate_ids,
+    sampled_logprobs,
+    prompt_logprobs,
     flush_idle,
     over_long_prompt,
     server_info_keys,

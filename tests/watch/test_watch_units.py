@@ -15,7 +15,7 @@ from k26ctl.smoke.detectors import Finding
 from k26ctl.smoke.probes import AnswerProbes, Mismatch, ProbeReport
 from k26ctl.smoke.report import RequestResult, SmokeReport
 from k26ctl.smoke.suite import load_suite
-from k26ctl.watch.canary import CycleResult, canary_suite
+from k26ctl.watch.canary import CycleResult, canary_slice, canary_suite, cycle_period, slice_count
 from k26ctl.watch.load import Load, flush_refusal, parse_load
 from k26ctl.watch.machine import UNKNOWN, StateMachine
 from k26ctl.watch.metrics import Identity, WatchMetrics
@@ -65,11 +65,45 @@ def test_a_confirmed_change_takes_the_rechecks_verdict_both_ways() -> None:
 # ---- canary suite --------------------------------------------------------------------------------
 
 
-def test_the_canary_takes_the_first_greedy_prompts_capped_without_repeats() -> None:
+def test_the_canary_pool_holds_every_greedy_prompt_capped_without_repeats() -> None:
     suite = canary_suite(load_suite("lab"), prompts=3, max_tokens=40)
-    assert [p.id for p in suite.prompts] == [p.id for p in load_suite("lab").prompts[:3]]
+    assert sorted(p.id for p in suite.prompts) == sorted(p.id for p in load_suite("lab").prompts)
     assert all(p.max_tokens <= 40 and p.temperatures == [0.0] and p.expect == [] for p in suite.prompts)
     assert suite.determinism is False and suite.expectations is False and suite.name == "lab-canary"
+    again = canary_suite(load_suite("lab"), prompts=3, max_tokens=40)
+    assert [p.id for p in again.prompts] == [p.id for p in suite.prompts]  # seeded: the same order
+
+
+def test_slices_cover_the_pool_at_a_fixed_size_and_repeat() -> None:
+    pool = canary_suite(load_suite("lab"), prompts=3)
+    count = slice_count(pool, 3)
+    assert count == 3  # 7 greedy prompts in slices of 3
+    slices = [[p.id for p in canary_slice(pool, 3, i).prompts] for i in range(count)]
+    assert all(len(ids) == 3 for ids in slices)
+    assert {pid for ids in slices for pid in ids} == {p.id for p in pool.prompts}
+    # the next pass asks the same slices in a rotated order: every prompt meets every batch place
+    again = [p.id for p in canary_slice(pool, 3, count + 1).prompts]
+    assert sorted(again) == sorted(slices[1]) and again == slices[1][1:] + slices[1][:1]
+    assert cycle_period(pool, 3) == 9
+    places = {
+        (p.id, i)
+        for step in range(cycle_period(pool, 3))
+        for i, p in enumerate(canary_slice(pool, 3, step).prompts)
+    }
+    assert {(pid, i) for pid in slices[0] for i in range(3)} <= places
+
+
+def test_the_slice_cursor_survives_runs_and_each_slice_has_its_baseline(tmp_path: Path) -> None:
+    store = WatchStore(tmp_path)
+    assert store.next_slice(3) == 0
+    store.advance_slice(0, 3)
+    assert WatchStore(tmp_path).next_slice(3) == 1
+    store.advance_slice(2, 3)
+    assert store.next_slice(3) == 0
+    assert store.slice_baseline(0, 1) == store.baseline
+    assert store.slice_baseline(1, 3) != store.slice_baseline(2, 3)
+    store.slice_baseline(1, 3).write_text("{}")
+    assert store.forget_baseline() and not store.slice_baseline(1, 3).exists()
 
 
 def test_a_suite_without_two_greedy_prompts_is_refused() -> None:

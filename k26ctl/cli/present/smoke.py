@@ -61,6 +61,12 @@ def render_table(report: SmokeReport) -> Any:
         p = report.probes
         style = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(p.verdict, "bold red")
         lines.append(Text(clean(p.summary(), limit=2000), style=style))
+    if report.rescoring is not None:
+        rescored = report.rescoring
+        colour = {"pass": "green", "weak-pass": "yellow", "skipped": "yellow"}.get(
+            rescored.verdict, "bold red"
+        )
+        lines.append(Text(clean(rescored.summary(), limit=2000), style=colour))
     if report.server_accept_after is not None:
         lines.append(
             Text(

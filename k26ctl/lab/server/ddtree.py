@@ -111,6 +111,14 @@ def flat_custom_mask(tree_mask: torch.Tensor, prefix_len: int, rows: int | None 
     return block.reshape(-1)
 
 
+def children_rows(tree: DraftTree) -> dict[int, list[tuple[int, int]]]:
+    """Per verify row, its children as (token, row) in tree order (the root is row 0)."""
+    children: dict[int, list[tuple[int, int]]] = {}
+    for node in range(tree.num_nodes):
+        children.setdefault(tree.parents[node], []).append((tree.tokens[node], node + 1))
+    return children
+
+
 def accept_walk(tree: DraftTree, target_choice: list[int]) -> tuple[list[int], int]:
     """Follow the target's greedy choices down the tree.
 

@@ -9,6 +9,7 @@ whose custom mask, qo_indptr and mask_indptr are read exactly as SGLang's Triton
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from k26ctl.lab.server.kv_pool import ReqToTokenPool, TokenToKVPool
 from k26ctl.lab.server.model import TinyDecoder
 from k26ctl.lab.server.numerics import Numerics
 from k26ctl.lab.server.prefix_cache import PrefixCache
+from k26ctl.lab.server.sampling import Sampling, sample_walk
 from k26ctl.lab.server.tokenizer import ByteTokenizer
 from k26ctl.lab.server.tree_loader import LabTree
 
@@ -59,15 +61,28 @@ class Req:
     # (SGLang's output_token_logprobs / output_top_logprobs, as (logprob, token id) pairs)
     logprobs: bool = False
     top_logprobs_num: int = 0
-    output_token_logprobs: list[tuple[float, int]] = field(default_factory=list)
+    output_token_logprobs: list[tuple[float | None, int]] = field(default_factory=list)
     output_top_logprobs: list[list[tuple[float, int]]] = field(default_factory=list)
+    # temperature > 0: sampled (None: greedy through the lab's numerics)
+    sampling: Sampling | None = None
+    # return_logprob with logprob_start_len >= 0: the prompt's own log-probabilities from that position
+    # (SGLang: the first entry is None, each later one the raw log-softmax of the row before it)
+    logprob_start_len: int = -1
+    input_token_logprobs: list[tuple[float | None, int]] = field(default_factory=list)
+    input_top_logprobs: list[list[tuple[float, int]] | None] = field(default_factory=list)
 
     def keep_logprobs(self, logits_row: torch.Tensor, token: int) -> None:
-        """Record the log-probabilities of the row that chose `token` (the next output token)."""
+        """Record the log-probabilities of the row that chose `token` (the next output token): the
+        temperature-scaled log-softmax for a sampled request, as SGLang's sampler reports it."""
         if not self.logprobs:
             return
-        logp = torch.log_softmax(logits_row.float(), dim=-1)
-        self.output_token_logprobs.append((float(logp[token]), int(token)))
+        if self.sampling is not None:
+            logp = self.sampling.scaled_logprobs(logits_row)
+        else:
+            logp = torch.log_softmax(logits_row.float(), dim=-1)
+        value = float(logp[token])
+        # NaN and infinities go out as null, as SGLang's orjson responses write them
+        self.output_token_logprobs.append((value if math.isfinite(value) else None, int(token)))
         if self.top_logprobs_num > 0:
             top = logp.topk(min(self.top_logprobs_num, logp.numel()))
             self.output_top_logprobs.append(
@@ -80,6 +95,25 @@ class Req:
 
     def all_ids(self) -> list[int]:
         return self.input_ids + self.output_ids
+
+    def keep_input_logprobs(self, rows: torch.Tensor, first_position: int) -> None:
+        """The prompt's log-probabilities from `logprob_start_len` on; `rows[j]` is the extend pass's
+        logits row of position `first_position + j` (the row that predicts the token after it)."""
+        start = self.logprob_start_len
+        if not self.logprobs or start < 0 or start >= len(self.input_ids):
+            return
+        logp = torch.log_softmax(rows.float(), dim=-1)
+        self.input_token_logprobs = [(None, self.input_ids[start])]
+        self.input_top_logprobs = [None]
+        for position in range(start + 1, len(self.input_ids)):
+            row = logp[position - 1 - first_position]
+            token = self.input_ids[position]
+            value = float(row[token])
+            self.input_token_logprobs.append((value if math.isfinite(value) else None, token))
+            if self.top_logprobs_num > 0:
+                top = row.topk(min(self.top_logprobs_num, row.numel()))
+                pairs = zip(top.values.tolist(), top.indices.tolist(), strict=True)
+                self.input_top_logprobs.append([(float(v), int(i)) for v, i in pairs])
 
 
 class LabModelRunner:
@@ -118,6 +152,11 @@ class StepStats:
     batch_size: int
     new_tokens: int
     rows: int = 0  # prefill: the prompt tokens computed (a cached prefix is not)
+
+
+def _threshold(server_args: Any, name: str) -> float:
+    value = getattr(server_args, name, None)
+    return 1.0 if value is None else float(value)
 
 
 class Engine:
@@ -166,6 +205,11 @@ class Engine:
         self._started_numerics = self.numerics
         self._started_width = self.target_runner.attn_backend.num_draft_tokens
         self._pending_faults: RuntimeFaults | None = None
+        # --speculative-accept-threshold-single / -acc: below 1.0 sampled verification accepts more
+        self.accept_thresholds = (
+            _threshold(self.server_args, "speculative_accept_threshold_single"),
+            _threshold(self.server_args, "speculative_accept_threshold_acc"),
+        )
 
     # ---- the lab-only runtime fault switch (lab/server/fault_switch.py) ---------------------------
 
@@ -248,6 +292,10 @@ class Engine:
                 raise RuntimeError("KV pool exhausted at prefill")
             req.pool_index = index
             cached, cached_locs = self.prefix_cache.match(req.input_ids)
+            if req.logprobs and req.logprob_start_len >= 0 and cached > req.logprob_start_len:
+                # as SGLang: the prompt's log-probabilities are computed, never taken from the cache
+                cached = req.logprob_start_len
+                cached_locs = cached_locs[:cached] if cached_locs is not None and cached else None
             req.cached_tokens = cached
             if cached_locs is not None:
                 self.prefix_cache.copy_into(cached_locs, locs[:cached])
@@ -279,6 +327,13 @@ class Engine:
             [positions[i] for i in last_rows],
             [ids[i] for i in last_rows],
         )
+        first_rows = (torch.cumsum(lens, 0) - lens).tolist()
+        for req, prefix, first in zip(reqs, prefix_lens, first_rows, strict=True):
+            req.keep_input_logprobs(logits[first : first + len(req.input_ids) - prefix], prefix)
+        next_ids = [
+            req.sampling.draw(req.sampling.probs(logits[row])) if req.sampling is not None else tok
+            for req, tok, row in zip(reqs, next_ids, last_rows, strict=True)
+        ]
         for req, tok, row in zip(reqs, next_ids, last_rows, strict=True):
             req.cached_len = len(req.input_ids)
             req.keep_logprobs(logits[row], int(tok))
@@ -312,6 +367,10 @@ class Engine:
         choices = self.numerics.greedy(
             logits, ("decode", len(reqs)), [r.cached_len for r in reqs], [r.output_ids[-1] for r in reqs]
         )
+        choices = [
+            req.sampling.draw(req.sampling.probs(logits[row])) if req.sampling is not None else tok
+            for row, (req, tok) in enumerate(zip(reqs, choices, strict=True))
+        ]
         for row, (req, tok) in enumerate(zip(reqs, choices, strict=True)):
             req.cached_len += 1
             req.keep_logprobs(logits[row], int(tok))
@@ -358,7 +417,16 @@ class Engine:
         choices = [flat[r * width : (r + 1) * width] for r in range(len(reqs))]
         new_tokens = 0
         for r, (req, tree) in enumerate(zip(reqs, trees, strict=True)):
-            accepted, bonus = ddtree.accept_walk(tree, choices[r])
+            if req.sampling is not None:
+                accepted, bonus = sample_walk(
+                    ddtree.children_rows(tree),
+                    logits[r * width : (r + 1) * width],
+                    req.sampling,
+                    self.accept_thresholds[0],
+                    self.accept_thresholds[1],
+                )
+            else:
+                accepted, bonus = ddtree.accept_walk(tree, choices[r])
             if r == 1 and self.numerics.verify_fault == "second-request":
                 bonus_row = accepted[-1] if accepted else 0
                 wrong = self.numerics.faulty_bonus(logits[r * width + bonus_row])

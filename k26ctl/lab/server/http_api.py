@@ -23,7 +23,10 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import torch
+
 from k26ctl.lab.server.reasoning import split_reasoning
+from k26ctl.lab.server.sampling import Sampling
 from k26ctl.lab.server.scheduler import GenRequest, Scheduler
 from k26ctl.lab.server.server_args import LabServerArgs
 from k26ctl.lab.server.tokenizer import ByteTokenizer, render_chat
@@ -78,9 +81,14 @@ class LabState:
         return text
 
     def submit(
-        self, input_ids: list[int], params: dict[str, Any], top_logprobs: int | None = None
+        self,
+        input_ids: list[int],
+        params: dict[str, Any],
+        top_logprobs: int | None = None,
+        logprob_start_len: int = -1,
     ) -> GenRequest:
-        """Queue one request; `top_logprobs` not None: return_logprob with that many best per token."""
+        """Queue one request; `top_logprobs` not None: return_logprob with that many best per token;
+        `logprob_start_len` >= 0 adds the prompt's own log-probabilities from that position."""
         if self.scheduler is None or not self.ready.is_set():
             raise ApiError(503, "the server is not ready", "ServiceUnavailableError")
         max_new = params.get("max_new_tokens")
@@ -107,6 +115,8 @@ class LabState:
         gen = GenRequest(list(input_ids), max(max_new, 1), stop_ids, list(stop))
         gen.return_logprob = top_logprobs is not None
         gen.top_logprobs_num = max(0, top_logprobs or 0)
+        gen.logprob_start_len = logprob_start_len
+        gen.sampling = sampling_from(params)
         with self._inflight_lock:
             self._inflight.add(id(gen))
         self.scheduler.submit(gen)
@@ -178,17 +188,58 @@ def _top_logprobs(body: dict[str, Any]) -> int | None:
     return top
 
 
+def sampling_from(params: dict[str, Any]) -> Sampling | None:
+    """A sampled request's sampler (None: greedy). The lab draws from the request's `sampling_seed` when
+    given, as SGLang does under --enable-deterministic-inference, so lab runs repeat."""
+    temperature = params.get("temperature")
+    if temperature is None:
+        return None  # the lab's default is greedy (SGLang's is the model's generation config)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature < 0:
+        raise ApiError(400, f"temperature must be a non-negative number, got {temperature!r}")
+    if temperature < 1e-6:  # SGLang treats such a temperature as greedy (top_k 1)
+        return None
+    top_p = params.get("top_p")
+    top_p = 1.0 if top_p is None else float(top_p)
+    if not 0.0 < top_p <= 1.0:
+        raise ApiError(400, f"top_p must be in (0, 1], got {top_p!r}")
+    generator = torch.Generator()
+    seed = params.get("sampling_seed")
+    generator.manual_seed(int(seed) if isinstance(seed, int) else int.from_bytes(os.urandom(7), "big"))
+    return Sampling(float(temperature), top_p, generator)
+
+
+def _logprob_start_len(body: dict[str, Any]) -> int:
+    value = body.get("logprob_start_len", -1)
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(400, f"logprob_start_len must be an integer, got {value!r}")
+    return value
+
+
 def _logprob_fields(gen: GenRequest) -> dict[str, Any]:
     """SGLang 0.5.15's shape (tokenizer_manager.py): (logprob, token id, text or None) triples; with the
-    default logprob_start_len -1 the input side holds only the last prompt token, with no logprob."""
+    default logprob_start_len -1 the input side is empty (checked against the real 0.5.15 server,
+    tests/lab_real/test_stand_in_differential.py); with logprob_start_len s it holds the prompt's
+    tokens from s on, the first without a logprob
+    (scheduler_components/logprob_result_processor.py: `[None] + input_token_logprobs[:-1]`)."""
     req = gen.req
+    if req is not None and req.input_token_logprobs:
+        inputs = [[v, i, None] for v, i in req.input_token_logprobs]
+    else:
+        inputs = []
     fields: dict[str, Any] = {
-        "input_token_logprobs": [[None, gen.input_ids[-1], None]],
+        "input_token_logprobs": inputs,
         "output_token_logprobs": [[v, i, None] for v, i in (req.output_token_logprobs if req else [])],
     }
     fields["output_token_logprobs_length"] = len(fields["output_token_logprobs"])
     if gen.top_logprobs_num > 0:
-        fields["input_top_logprobs"] = [None]
+        if req is not None and req.input_token_logprobs:
+            fields["input_top_logprobs"] = [
+                None if top is None else [[v, i, None] for v, i in top] for top in req.input_top_logprobs
+            ]
+        else:
+            fields["input_top_logprobs"] = []
         fields["output_top_logprobs"] = [
             [[v, i, None] for v, i in top] for top in (req.output_top_logprobs if req else [])
         ]
@@ -563,7 +614,8 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "either text or input_ids should be provided")
         st.hang_if_faulty()
         top = _top_logprobs(body)
-        gens = [st.submit(ids, params, top) for ids in batch]
+        start = _logprob_start_len(body)
+        gens = [st.submit(ids, params, top, start) for ids in batch]
         if st.fault == "malformed":
             self._malformed()
             return
@@ -604,6 +656,9 @@ class Handler(BaseHTTPRequestHandler):
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
         return {
             "max_new_tokens": max_tokens,
+            "temperature": body.get("temperature"),
+            "top_p": body.get("top_p"),
+            "sampling_seed": body.get("seed"),
             "stop": body.get("stop"),
             "stop_token_ids": body.get("stop_token_ids"),
             "ignore_eos": body.get("ignore_eos", False),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from k26ctl.lab.server.engine import Engine, Req
+from k26ctl.lab.server.sampling import Sampling
 from k26ctl.lab.server.step_cost import StepPacer
 from k26ctl.lab.server.tokenizer import ByteTokenizer
 
@@ -37,6 +38,8 @@ class GenRequest:
     matched_stop: str | int | None = None
     top_logprobs_num: int = 0  # return_logprob: the best log-probabilities kept per output token
     return_logprob: bool = False
+    logprob_start_len: int = -1  # >= 0: the prompt's log-probabilities from there on
+    sampling: Sampling | None = None  # temperature > 0
 
 
 @dataclass
@@ -183,6 +186,8 @@ class Scheduler(threading.Thread):
             req = Req(gen.rid, gen.input_ids, gen.max_new_tokens, gen.stop_token_ids)
             req.logprobs = gen.return_logprob
             req.top_logprobs_num = gen.top_logprobs_num
+            req.logprob_start_len = gen.logprob_start_len
+            req.sampling = gen.sampling
             if not self.engine.can_admit(req):
                 if not self.running and not admitted:
                     self.waiting.remove(gen)

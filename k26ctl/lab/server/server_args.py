@@ -48,6 +48,8 @@ class LabServerArgs:
     log_level: str
     skip_server_warmup: bool
     enable_deterministic_inference: bool = False
+    speculative_accept_threshold_single: float = 1.0  # below 1.0: lossy sampled verification
+    speculative_accept_threshold_acc: float = 1.0
     lab_step_cost: str | None = None  # k26ctl.lab.server.step_cost: the modelled GPU step time
     lab_draft_order: int | None = None  # the n-gram drafter's context order (None: its config's)
     lab_draft_inverted: bool = False  # the drafter proposes the least likely token: nothing is accepted
@@ -76,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speculative-ddtree-budget", type=int, default=None)
     p.add_argument("--speculative-num-steps", type=int, default=None)
     p.add_argument("--speculative-eagle-topk", type=int, default=None)
+    p.add_argument("--speculative-accept-threshold-single", type=float, default=1.0)
+    p.add_argument("--speculative-accept-threshold-acc", type=float, default=1.0)
     p.add_argument("--attention-backend", default=None)
     p.add_argument("--reasoning-parser", default=None)
     p.add_argument("--tool-call-parser", default=None)
@@ -194,6 +198,8 @@ def parse_args(argv: list[str] | None = None) -> LabServerArgs:
         log_level=ns.log_level,
         skip_server_warmup=ns.skip_server_warmup,
         enable_deterministic_inference=ns.enable_deterministic_inference,
+        speculative_accept_threshold_single=ns.speculative_accept_threshold_single,
+        speculative_accept_threshold_acc=ns.speculative_accept_threshold_acc,
         lab_step_cost=_checked_step_cost(ns.lab_step_cost),
         lab_draft_order=_checked_draft_order(ns.lab_draft_order),
         lab_draft_inverted=ns.lab_draft_inverted,

@@ -1,0 +1,133 @@
+"""The rescoring probes' arithmetic on synthetic answers: draws from the target pass, draws that keep
+taking the runner-up fail on surprise, impossible tokens fail on the Poisson bound, decode values off
+the prefill fail per answer; SGLang's logprob shapes parse; a missing piece is a named reason."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from k26ctl.smoke.client import token_logprobs, top_lists
+from k26ctl.smoke.rescoring import (
+    RescoreReport,
+    RescoreRule,
+    SampledAnswer,
+    poisson_tail,
+    run_rescoring,
+    score_answer,
+    skipped,
+)
+
+VOCAB = 12
+T = 0.7
+
+
+def _raw_rows(rng: random.Random, n: int) -> list[list[float]]:
+    """Per position, raw log-probabilities of a peaked distribution over VOCAB tokens."""
+    rows = []
+    for _ in range(n):
+        logits = [rng.gauss(0, 2.5) for _ in range(VOCAB)]
+        lse = math.log(sum(math.exp(v) for v in logits))
+        rows.append([v - lse for v in logits])
+    return rows
+
+
+def _scaled(row: list[float]) -> list[float]:
+    lse = math.log(sum(math.exp(v / T) for v in row))
+    return [v / T - lse for v in row]
+
+
+Rescored = list[tuple[float | None, list[tuple[float, int]] | None]]
+
+
+def _answer(rng: random.Random, n: int, pick: str) -> tuple[SampledAnswer, Rescored]:
+    rows = _raw_rows(rng, n)
+    out: list[int] = []
+    decode: list[float | None] = []
+    for row in rows:
+        p = [math.exp(v) for v in _scaled(row)]
+        if pick == "sample":
+            token = rng.choices(range(VOCAB), weights=p)[0]
+        elif pick == "runner-up":
+            token = sorted(range(VOCAB), key=lambda i: -p[i])[1]
+        else:  # the least likely token
+            token = min(range(VOCAB), key=lambda i: p[i])
+        out.append(token)
+        decode.append(_scaled(row)[token])
+    rescored: Rescored = [
+        (row[t], [(v, i) for i, v in enumerate(row)]) for row, t in zip(rows, out, strict=True)
+    ]
+    return SampledAnswer("p", 0, T, [1, 2, 3], out, decode), rescored
+
+
+def _report(parts: list[tuple[SampledAnswer, Rescored]]) -> RescoreReport:
+    rule = RescoreRule()
+    return RescoreReport(supported=True, flushed=True, answers=[score_answer(a, r, rule) for a, r in parts])
+
+
+def test_correct_draws_pass_and_decode_agrees() -> None:
+    rng = random.Random(7)
+    report = _report([_answer(rng, 200, "sample") for _ in range(10)])
+    assert report.verdict == "pass", report.summary()
+    assert all(a.max_diff < 1e-9 for a in report.answers)
+    assert -4.0 < report.surprise_z < 4.0
+
+
+def test_always_the_runner_up_fails_on_surprise_not_on_unlikely_tokens() -> None:
+    rng = random.Random(8)
+    report = _report([_answer(rng, 200, "runner-up")])
+    assert report.surprise_fails and report.verdict == "fail"
+    assert report.answers[0].z < RescoreRule().z_answer
+
+
+def test_impossible_tokens_fail_on_the_poisson_bound() -> None:
+    rng = random.Random(9)
+    report = _report([_answer(rng, 100, "worst")])
+    assert report.low_tokens > 0 and report.low_tail < RescoreRule().alpha
+    assert report.verdict == "fail"
+
+
+def test_decode_values_off_the_prefill_fail_that_answer() -> None:
+    rng = random.Random(10)
+    answer, rescored = _answer(rng, 50, "sample")
+    shifted = [None if v is None else v - 2.0 for v in (answer.decode_logprobs or [])]
+    bad = SampledAnswer("p", 0, T, answer.prompt_ids, answer.output_ids, shifted)
+    report = _report([(bad, rescored)])
+    assert report.diff_failures() and report.verdict == "fail"
+    unreported = SampledAnswer("p", 0, T, answer.prompt_ids, answer.output_ids, None)
+    assert not score_answer(unreported, rescored, RescoreRule()).decode_reported
+
+
+def test_poisson_tail() -> None:
+    assert poisson_tail(0, 0.3) == 1.0
+    assert poisson_tail(1, 0.1) == pytest.approx(1 - math.exp(-0.1))
+    assert 0 < poisson_tail(40, 0.1) < 1e-60  # a tiny tail keeps its digits
+    assert poisson_tail(3, 0.0) == 0.0
+
+
+def test_sglang_logprob_shapes_parse_and_bad_ones_are_refused() -> None:
+    meta = {
+        "input_token_logprobs": [[None, 5, None], [-0.5, 6, None]],
+        "input_top_logprobs": [None, [[-0.5, 6, None], [-1.2, 9, None]]],
+    }
+    assert token_logprobs(meta, "input_token_logprobs") == [(None, 5), (-0.5, 6)]
+    assert top_lists(meta, "input_top_logprobs") == [None, [(-0.5, 6), (-1.2, 9)]]
+    assert token_logprobs({"input_token_logprobs": [["x", 1]]}, "input_token_logprobs") is None
+    assert token_logprobs({}, "input_token_logprobs") is None
+
+
+class _Refusing:
+    def flush_cache(self, timeout: float = 0.0) -> tuple[bool, str]:
+        return False, "pending requests"
+
+    def prompt_logprobs(self, ids: list[int], start: int, top: int) -> Rescored:
+        return [(None, None)] + [(-0.1, [(-0.1, t)]) for t in ids[start + 1 :]]
+
+
+def test_no_answers_or_no_logprobs_is_a_named_skip_never_a_pass() -> None:
+    assert skipped("the server does not return log-probabilities").verdict == "skipped"
+    assert "does not return" in skipped("the server does not return log-probabilities").summary()
+    report = run_rescoring(_Refusing(), [], concurrency=2)
+    assert report.verdict == "skipped" and not report.flushed and "refused" in (report.note or "")
