@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from k26ctl.smoke.detectors import characters, loops, scripts, shortloops, structure, template, words
 from k26ctl.smoke.finding import Finding
@@ -313,6 +313,7 @@ for _row in DETECTORS:
         FAMILY_OF_FINDING.setdefault(_name, _row.family)
 
 
-def limits(name: str) -> dict[str, float]:
-    """The thresholds of detector `name` as keyword arguments of its function."""
+def limits(name: str) -> dict[str, Any]:
+    """The thresholds of detector `name` as keyword arguments of its function (some int, some float:
+    Any, so a caller's `**limits(name)` type-checks against the function's own parameters)."""
     return dict(BY_NAME[name].thresholds)
