@@ -44,6 +44,8 @@ KINDS: dict[str, str] = {
     "lab-host-down": "lab host down --json",
     "lab-fleet": "lab fleet up --json, and the lab fleet's state file",
     "lab-fleet-demo": "lab demo --fleet --json",
+    "lab-loop": "lab demo --gpu --record FILE",
+    "doctor": "doctor --json, doctor --explain --json",
 }
 
 

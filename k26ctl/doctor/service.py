@@ -9,6 +9,7 @@ from typing import Any
 from k26ctl.doctor.checks import Row, check, exit_code, summary
 from k26ctl.doctor.facts import Facts
 from k26ctl.doctor.inventory import load_inventory
+from k26ctl.documents import tagged
 
 
 @dataclass
@@ -23,17 +24,20 @@ class DoctorReport:
         return exit_code(self.rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "host": self.facts.host,
-            "profile": self.facts.profile.name,
-            "collected": self.facts.collected,
-            "source": self.source,
-            "bundle": self.bundle,
-            "inventory": load_inventory().document,
-            "summary": summary(self.rows),
-            "rows": [r.to_json() for r in self.rows],
-            "exit_code": self.exit_code,
-        }
+        return tagged(
+            "doctor",
+            {
+                "host": self.facts.host,
+                "profile": self.facts.profile.name,
+                "collected": self.facts.collected,
+                "source": self.source,
+                "bundle": self.bundle,
+                "inventory": load_inventory().document,
+                "summary": summary(self.rows),
+                "rows": [r.to_json() for r in self.rows],
+                "exit_code": self.exit_code,
+            },
+        )
 
 
 def run_doctor(

@@ -127,9 +127,6 @@ def loop_record(outcomes: list[DemoOutcome], loop: LoopContext) -> dict[str, Any
                 "document": document,
             }
         )
-    return {
-        "kind": "lab-loop",
-        "plan": loop.plan.title,
-        "steps": steps,
-        "restarts": loop.restarts or [],
-    }
+    from k26ctl.documents import tagged
+
+    return tagged("lab-loop", {"plan": loop.plan.title, "steps": steps, "restarts": loop.restarts or []})
