@@ -94,13 +94,16 @@ def test_take_out_holds_smgs_drain_window_with_its_own_count(
 ) -> None:
     stub = stubs()
     smg.add(stub.url, timeout=20, settings={"priority": 70, "labels": {"zone": "b"}})
-    stub.delay = 7.0  # longer than SMG's default 5 s drain window
+    stub.delay = 12.0  # well past SMG's default 5 s drain window, even when the two arrive apart
     running = [threading.Thread(target=chat, args=(smg_url,)) for _ in range(2)]
     for thread in running:
         thread.start()
-    deadline = time.monotonic() + 5
+    # both requests must be running on the worker before it is taken out (on a loaded machine SMG may
+    # take seconds to route them; taken out idle, the drain would end at once and there is no count)
+    deadline = time.monotonic() + 20
     while stub.running < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert stub.running == 2
     t0 = time.monotonic()
     kept = smg.take_out(stub.url, timeout=10, settle=60)
     assert kept == {"priority": 70, "cost": 1.0}  # labels stay SMG's to discover again
@@ -110,7 +113,7 @@ def test_take_out_holds_smgs_drain_window_with_its_own_count(
     time.sleep(max(0.0, 5.5 - (time.monotonic() - t0)))
     assert smg.in_flight(stub.url) == 2  # past the default window: the window k26ctl set holds
     for thread in running:
-        thread.join(15)
+        thread.join(25)
     assert smg.in_flight(stub.url) == 0
     assert smg.remove(stub.url) is True  # ends the window at once
     assert smg.find(stub.url) is None
