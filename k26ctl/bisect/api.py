@@ -19,9 +19,11 @@ from k26ctl.bisect.plan import Change, Probe
 from k26ctl.bisect.session import Session, SessionSpec, StepRecord
 from k26ctl.bisect.setdiff import differing_keys
 from k26ctl.bisect.steps import CommandJudge, DeployingStepRunner
+from k26ctl.deploy.plan import sha256_text
 from k26ctl.documents import tagged
 from k26ctl.errors import ConfigError, K26Error, UsageError
 from k26ctl.profile import LoadedProfile, load_profile
+from k26ctl.render import render_unit
 from k26ctl.search.assignment import assignment_id, with_assignment
 from k26ctl.search.ops import ResetResult, confirm_restarts, reset_session
 from k26ctl.search.restore import capture_live
@@ -127,7 +129,9 @@ def prepare(spec: SessionSpec) -> Prepared:
     if spec.mode == "numeric":
         assert spec.profile is not None and spec.param is not None
         base = load_profile(spec.profile, spec.sets)
-        search = NumericSearch(spec.param, spec.candidates, verify_ends=spec.verify_ends)
+        search = NumericSearch(
+            spec.param, spec.candidates, verify_ends=spec.verify_ends, bad_end_first=spec.bad_end_first
+        )
         listed = spec.candidates if len(spec.candidates) <= 64 else [spec.candidates[0], spec.candidates[-1]]
         for value in listed:
             checked = with_assignment(base, {spec.param: value})
@@ -195,8 +199,26 @@ def start(spec: SessionSpec, ctx: Context) -> SearchResult:
         session.refuse_existing()
         if spec.deploy:
             spec.original = capture_live(prepared.base, accept_new_host_key=ctx.accept_new_host_key)
+            if _live_is_bad_end(spec, prepared.base):
+                spec.bad_end_first = True
+                prepared = prepare(spec)
+                ctx.note(
+                    f"the host runs the bad end ({spec.param}={spec.candidates[-1]!r}) now: it is judged "
+                    "first, without a restart"
+                )
         session.create(spec)
         return run_search(session, prepared.strategy, _runner(spec, prepared, ctx), ctx.reporter)
+
+
+def _live_is_bad_end(spec: SessionSpec, base: LoadedProfile) -> bool:
+    """The running service was started from the bad end's unit and patch set (numeric, ends verified)."""
+    original = spec.original
+    if spec.mode != "numeric" or not spec.verify_ends or not original or not original.get("running"):
+        return False
+    bad = with_assignment(base, {str(spec.param): spec.candidates[-1]}).profile
+    return original.get("unit_sha") == sha256_text(render_unit(bad)) and sorted(
+        original.get("patches") or []
+    ) == sorted(bad.patches)
 
 
 def resume(ctx: Context) -> SearchResult:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from k26ctl.bisect.plan import EndCheckFailed, Lookup, NumericOutcome, Plan, Probe, binary_steps
 from k26ctl.search.assignment import Assignment
@@ -24,6 +24,15 @@ def max_probes(n_candidates: int, *, verify_ends: bool = True) -> int:
 
 
 @dataclass(frozen=True)
+class _End:
+    verdict: Verdict | None
+    index: int
+    purpose: Literal["verify-good", "verify-bad"]
+    end: Literal["good", "bad"]
+    expected: Verdict
+
+
+@dataclass(frozen=True)
 class NumericSearch:
     key: str
     candidates: Sequence[Any]
@@ -31,6 +40,8 @@ class NumericSearch:
     base: Assignment = field(default_factory=dict)  # other keys held fixed (set mode refinement)
     neutral: Any = None  # a value equal to the base profile's own value (dropped from assignments)
     has_neutral: bool = False
+    # Judge the bad end first: it is what the host runs now, so its step needs no restart.
+    bad_end_first: bool = False
 
     def __post_init__(self) -> None:
         if len(self.candidates) < 2:
@@ -70,14 +81,16 @@ class NumericSearch:
         if self.verify_ends:
             good_end, bad_end = seen(0), seen(n - 1)
             estimate = (good_end is None) + (bad_end is None) + binary_steps(n - 1)
-            if good_end is None:
-                return Probe(self.assignment(0), "verify-good", self._window(0, n - 1), estimate)
-            if good_end is not Verdict.GOOD:
-                return EndCheckFailed("good", self.assignment(0), good_end)
-            if bad_end is None:
-                return Probe(self.assignment(n - 1), "verify-bad", self._window(0, n - 1), estimate)
-            if bad_end is not Verdict.BAD:
-                return EndCheckFailed("bad", self.assignment(n - 1), bad_end)
+            window = self._window(0, n - 1)
+            ends: list[_End] = [
+                _End(good_end, 0, "verify-good", "good", Verdict.GOOD),
+                _End(bad_end, n - 1, "verify-bad", "bad", Verdict.BAD),
+            ]
+            for end in reversed(ends) if self.bad_end_first else ends:
+                if end.verdict is None:
+                    return Probe(self.assignment(end.index), end.purpose, window, estimate)
+                if end.verdict is not end.expected:
+                    return EndCheckFailed(end.end, self.assignment(end.index), end.verdict)
 
         lo, hi = 0, n - 1
         skipped: set[int] = set()

@@ -44,6 +44,7 @@ class SessionSpec:
     deploy: bool = True
     tries: int = 1
     verify_ends: bool = True
+    bad_end_first: bool = False  # numeric: the host already ran the bad end when the search began
     load_failure_is_bad: bool = False
     refine: bool = True
     original: dict[str, Any] | None = None  # what was live before the search (for reset)

@@ -148,3 +148,19 @@ def test_rejects_fewer_than_two_or_repeated_candidates() -> None:
         NumericSearch(KEY, [7])
     with pytest.raises(ValueError):
         NumericSearch(KEY, [7, 8, 7])
+
+
+def test_bad_end_first_judges_the_live_bad_end_before_the_good_one() -> None:
+    search = NumericSearch(KEY, list(range(4, 17)), bad_end_first=True)
+    outcome, probes = drive(search, monotone(9))
+    assert isinstance(outcome, NumericOutcome)
+    assert (outcome.first_bad, outcome.last_good) == (9, 8)
+    assert [(p.purpose, p.assignment[KEY]) for p in probes[:2]] == [("verify-bad", 16), ("verify-good", 4)]
+    assert len(probes) <= max_probes(13)
+
+
+def test_bad_end_first_still_stops_when_the_bad_end_is_good() -> None:
+    search = NumericSearch(KEY, list(range(4, 17)), bad_end_first=True)
+    outcome, probes = drive(search, lambda a: Verdict.GOOD)
+    assert isinstance(outcome, EndCheckFailed) and outcome.end == "bad"
+    assert len(probes) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,27 @@ def test_with_assignment_validates_the_result(tmp_path: Path) -> None:
     assert with_assignment(base, {"sglang.served_model_name": "on"}).profile.sglang.served_model_name == "on"
     with pytest.raises(ConfigError):
         with_assignment(base, {"sglang.port": 0})
+
+
+def test_live_is_bad_end_only_when_the_running_unit_and_patches_are_the_bad_ends(tmp_path: Path) -> None:
+    from k26ctl.bisect.api import _live_is_bad_end
+    from k26ctl.bisect.session import SessionSpec
+    from k26ctl.deploy.plan import sha256_text
+    from k26ctl.render import render_unit
+
+    base = _lab(tmp_path, "spec: {algorithm: DDTREE, ddtree: {budget: 7}}\n")
+    key = "spec.ddtree.budget"
+
+    def unit_sha(budget: int) -> str:
+        return sha256_text(render_unit(with_assignment(base, {key: budget}).profile))
+
+    def spec(original: dict[str, Any] | None, **fields: Any) -> SessionSpec:
+        return SessionSpec(mode="numeric", param=key, candidates=[7, 8, 16], original=original, **fields)
+
+    live_bad = {"running": True, "unit_sha": unit_sha(16), "patches": []}
+    assert _live_is_bad_end(spec(live_bad), base)
+    assert not _live_is_bad_end(spec({**live_bad, "running": False}), base)
+    assert not _live_is_bad_end(spec({**live_bad, "unit_sha": unit_sha(7)}), base)
+    assert not _live_is_bad_end(spec({**live_bad, "patches": ["lab-verify-width-cap"]}), base)
+    assert not _live_is_bad_end(spec(live_bad, verify_ends=False), base)
+    assert not _live_is_bad_end(spec(None), base)
