@@ -7,7 +7,8 @@
 # Unpacks the kits (once while the machine stays up), makes the models (once), runs the demo's STEPS and
 # leaves in OUTDIR the demo's output and --record JSON, the service's journal (short-iso-precise, for
 # the restart phases) and the host's deploy history. A later call on the same warm machine runs the next
-# steps against the same lab host. Env: K26_COLD_WARM=1 adds one cold and one warm restart at the end.
+# steps against the same lab host. Env: K26_COLD_WARM=1 adds one cold and one warm restart at the end;
+# K26_CALL_LIMIT (s, default 585) bounds the whole script.
 set -uo pipefail
 OUT=$(mkdir -p "$1" && cd "$1" && pwd); STEPS=${2:-broken,bisect,fixed,sweep}
 TAG=$(echo "$STEPS" | tr , -)
@@ -32,8 +33,28 @@ groups = project.get("entry-points", {})
     "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for g, eps in groups.items())
 )
 PY
-python3 -m k26ctl lab demo --gpu --steps "$STEPS" --record "$OUT/loop-$TAG.json" > "$OUT/demo-$TAG.log" 2>&1
-echo "demo exit $? at ${SECONDS} s"; cat "$OUT/demo-$TAG.log" | tail -60
+# What SGLang's processes are doing, seen from this machine, every 2 s while the demo runs: a process that
+# outlives SIGKILL shows its state (D: in the kernel, Z: not reaped) and, once, its kernel stack.
+sample_processes() {
+  while :; do
+    ps -eo pid=,ppid=,stat=,etimes=,wchan:32=,comm= | awk -v t="$SECONDS" '$6 ~ /sglang|python/ {print t, $0}'
+    for pid in $(ps -eo pid=,stat=,comm= | awk '$2 ~ /^[DZ]/ && $3 ~ /sglang|python/ {print $1}'); do
+      [ -e "/tmp/k26-stack-$pid" ] && continue
+      { echo "== $SECONDS s pid $pid"; cat "/proc/$pid/status" 2>/dev/null | grep -E '^(State|PPid|Threads)';
+        cat "/proc/$pid/stack" 2>/dev/null | head -12; } > "/tmp/k26-stack-$pid"
+      cat "/tmp/k26-stack-$pid"
+    done
+    sleep 2
+  done
+}
+sample_processes > "$OUT/processes-$TAG.txt" 2>&1 &
+SAMPLER=$!
+# the call's limit (K26_CALL_LIMIT s from this script's start, default 585): stop the demo in time to
+# fetch the journal and the history
+timeout --signal=INT --kill-after=10 $(( ${K26_CALL_LIMIT:-585} - SECONDS - 15 )) \
+  python3 -m k26ctl lab demo --gpu --steps "$STEPS" --record "$OUT/loop-$TAG.json" > "$OUT/demo-$TAG.log" 2>&1
+echo "demo exit $? at ${SECONDS} s"; kill "$SAMPLER" 2>/dev/null; cat "$OUT/demo-$TAG.log" | tail -60
+grep -h "^== " -A14 /tmp/k26-stack-* 2>/dev/null | head -40
 host() {  # a command on the lab host over plain OpenSSH, as an operator would
   python3 - "$@" <<'PY'
 import subprocess, sys
