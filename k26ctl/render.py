@@ -274,12 +274,16 @@ def render_launch(profile: Profile) -> LaunchSpec:
 # unit loses): Triton's TRITON_CACHE_DIR (triton/knobs.py), Inductor's TORCHINDUCTOR_CACHE_DIR
 # (torch/_inductor/runtime/cache_dir_utils.py), SGLang's SGLANG_DG_CACHE_DIR for DeepGEMM and
 # SGLANG_CACHE_DIR (0.5.15 environ.py:956 and deep_gemm_wrapper/compile_utils.py:38; 0.5.23
-# environ.py:1373,1383).
+# environ.py:1373,1383), and the builds of SGLang's own JIT kernels (NGRAM's corpus among them), under
+# HOME by default: TVM_FFI_CACHE_DIR in 0.5.15 (jit_kernel/utils.py:280, ~/.cache/tvm-ffi) and
+# SGLANG_JIT_CACHE_DIR in 0.5.23 (kernels/jit/utils/compile/cache.py:318, ~/.cache/sglang/jit).
 JIT_CACHE_VARS = {
     "TRITON_CACHE_DIR": "triton",
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
     "SGLANG_DG_CACHE_DIR": "deep_gemm",
     "SGLANG_CACHE_DIR": "sglang",
+    "TVM_FFI_CACHE_DIR": "tvm-ffi",
+    "SGLANG_JIT_CACHE_DIR": "sglang-jit",
 }
 
 

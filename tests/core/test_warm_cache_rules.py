@@ -32,6 +32,8 @@ def test_unit_keeps_every_jit_cache_under_its_cache_directory() -> None:
     assert env["TORCHINDUCTOR_CACHE_DIR"] == f"/var/cache/{name}/inductor"
     assert env["SGLANG_DG_CACHE_DIR"] == f"/var/cache/{name}/deep_gemm"
     assert env["SGLANG_CACHE_DIR"] == f"/var/cache/{name}/sglang"
+    assert env["TVM_FFI_CACHE_DIR"] == f"/var/cache/{name}/tvm-ffi"  # 0.5.15's JIT kernel builds
+    assert env["SGLANG_JIT_CACHE_DIR"] == f"/var/cache/{name}/sglang-jit"  # 0.5.23's
     assert not codes() & {
         "restart/jit-cache-volatile",
         "restart/jit-cache-private-tmp",
