@@ -200,7 +200,12 @@ def run_search(
 
 
 def _eta(steps: Sequence[StepRecord], left: int) -> float | None:
-    measured = [s.seconds for s in steps if not s.replayed]
-    if not measured:
+    """Seconds the remaining steps may take, from the steps that restarted the service: each new value
+    restarts it, and a step that did not (an end the host already ran) says nothing of their length."""
+    measured = [s for s in steps if not s.replayed]
+    restarted = [s.seconds for s in measured if s.restarted]
+    if restarted:
+        return left * sum(restarted) / len(restarted)
+    if len(measured) < 2:  # one quick step without a restart: no estimate rather than a wrong one
         return None
-    return left * sum(measured) / len(measured)
+    return left * sum(s.seconds for s in measured) / len(measured)

@@ -134,3 +134,17 @@ def test_live_is_bad_end_only_when_the_running_unit_and_patches_are_the_bad_ends
     assert not _live_is_bad_end(spec({**live_bad, "patches": ["lab-verify-width-cap"]}), base)
     assert not _live_is_bad_end(spec(live_bad, verify_ends=False), base)
     assert not _live_is_bad_end(spec(None), base)
+
+
+def test_time_left_comes_from_the_steps_that_restarted() -> None:
+    from k26ctl.bisect.engine import _eta
+    from k26ctl.bisect.session import StepRecord
+
+    def step(number: int, seconds: float, restarted: bool) -> StepRecord:
+        return StepRecord(number, {}, Verdict.GOOD, seconds, restarted, ["good"], "")
+
+    live_end = step(1, 5.6, False)  # the bad end the host already ran: smoke only
+    assert _eta([live_end], 5) is None
+    assert _eta([live_end, step(2, 67.0, True)], 4) == 4 * 67.0
+    assert _eta([live_end, step(2, 60.0, True), step(3, 70.0, True)], 2) == 2 * 65.0
+    assert _eta([step(1, 2.0, False), step(2, 4.0, False)], 3) == 9.0  # --run without deploys
