@@ -8,7 +8,8 @@
 # leaves in OUTDIR the demo's output and --record JSON, the service's journal (short-iso-precise, for
 # the restart phases) and the host's deploy history. A later call on the same warm machine runs the next
 # steps against the same lab host. Env: K26_COLD_WARM=1 adds one cold and one warm restart at the end;
-# K26_CALL_LIMIT (s, default 585) bounds the whole script.
+# K26_CALL_LIMIT (s, default 585) bounds the whole script; K26_DOCTOR=1 runs `k26ctl doctor` on the host
+# after the demo (doctor.json, doctor-bundle.json, doctor.txt).
 set -uo pipefail
 OUT=$(mkdir -p "$1" && cd "$1" && pwd); STEPS=${2:-broken,bisect,fixed,sweep}
 TAG=$(echo "$STEPS" | tr , -)
@@ -70,6 +71,12 @@ if [ "${K26_COLD_WARM:-0}" = 1 ]; then
       --json > "$OUT/restart-$kind.json" 2> "$OUT/restart-$kind.log"
     echo "$kind restart: exit $? at ${SECONDS} s"
   done
+fi
+if [ "${K26_DOCTOR:-0}" = 1 ]; then  # the first-day check on the host as the demo left it
+  python3 -m k26ctl doctor profiles/lab/gpu/ngram-16.yaml --set host.lab=k26gpu --json \
+    --bundle "$OUT/doctor-bundle.json" > "$OUT/doctor.json" 2> "$OUT/doctor.log"
+  echo "doctor: exit $? at ${SECONDS} s"
+  python3 -m k26ctl doctor --explain "$OUT/doctor-bundle.json" > "$OUT/doctor.txt" 2>&1; cat "$OUT/doctor.txt"
 fi
 host journalctl -u k26gpu-sglang.service -o short-iso-precise --no-pager -a > "$OUT/journal-$TAG.txt" 2>&1
 host cat /var/lib/k26ctl/k26gpu-sglang/history.jsonl > "$OUT/history.jsonl" 2>&1
