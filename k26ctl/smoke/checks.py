@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
+from typing import Any
 
 from k26ctl.smoke.detectors import Finding
-from k26ctl.smoke.suite import Expectation
+from k26ctl.smoke.structured import json_schema_findings, tool_call_findings
+from k26ctl.smoke.suite import STRUCTURED_CHECKS, Expectation, PromptSpec
 
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
@@ -95,4 +98,35 @@ def _limit_reason(exc: BaseException) -> str:
 
 
 def run_checks(checks: list[Expectation], text: str, completion_tokens: int | None = None) -> list[Finding]:
-    return [f for f in (run_check(c, text, completion_tokens) for c in checks) if f is not None]
+    """The text checks; the structured ones (tool_call, json_schema) need the whole answer:
+    `structured_checks`."""
+    return [
+        f
+        for f in (run_check(c, text, completion_tokens) for c in checks if c.type not in STRUCTURED_CHECKS)
+        if f is not None
+    ]
+
+
+def structured_checks(
+    prompt: PromptSpec, text: str, tool_calls: list[Any] | None, reason_not_run: str | None = None
+) -> list[Finding]:
+    """The prompt's tool_call and json_schema expectations against the answer (content and the parsed
+    `message.tool_calls`). `reason_not_run` (say, the server runs no tool-call parser) turns each
+    tool_call expectation into one warning naming the reason instead of a verdict."""
+    findings: list[Finding] = []
+    for check in prompt.expect:
+        if check.type == "tool_call":
+            if reason_not_run is not None:
+                findings.append(_finding(check, f"tool call not checked: {reason_not_run}"))
+                findings[-1] = dataclasses.replace(
+                    findings[-1], detector="tool_call_skipped", severity="warn"
+                )
+                continue
+            declared = {tool.name: tool.parameters for tool in prompt.tools or []}
+            found = tool_call_findings(tool_calls, declared, text, check.value)
+        elif check.type == "json_schema" and prompt.schema_ is not None:
+            found = json_schema_findings(extract_block(text), prompt.schema_)
+        else:
+            continue
+        findings += [dataclasses.replace(f, severity=check.severity) for f in found]
+    return findings

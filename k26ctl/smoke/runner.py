@@ -36,7 +36,7 @@ from k26ctl.smoke.baseline import (
     first_divergence,
     joined,
 )
-from k26ctl.smoke.checks import run_checks
+from k26ctl.smoke.checks import run_checks, structured_checks
 from k26ctl.smoke.client import ResponseError, SGLangClient, avg_accept_length, server_identity
 from k26ctl.smoke.detectors import Finding, score_text
 from k26ctl.smoke.probes import DEFAULT_POSITIONS, ProbeAnswer, ProbeReport, run_probes, skipped
@@ -92,6 +92,30 @@ class SmokeOptions:
 
 
 @dataclass(frozen=True)
+class _Structured:
+    """How structured prompts are sent and judged on this server (from /server_info)."""
+
+    # why tool calls cannot be checked (None: the server runs a tool-call parser, or did not say)
+    no_tool_parser: str | None = None
+    # a grammar backend runs and the algorithm accepts constrained requests: send response_format
+    grammar: bool = False
+
+
+def structured_traits(info: dict[str, Any] | None) -> _Structured:
+    """A server that says it runs no --tool-call-parser cannot answer tools with tool_calls; one
+    without /server_info is asked anyway and judged on what it sends. `response_format` goes only to a
+    server with a grammar backend whose algorithm takes constrained requests: DDTree refuses them
+    inside its worker (docs/conformance.md), and `--grammar-backend none` turns grammars off."""
+    args = _server_args(info)
+    no_parser = None
+    if info is not None and not args.get("tool_call_parser"):
+        no_parser = "the server runs without --tool-call-parser (sglang.tool_call_parser)"
+    backend = str(args.get("grammar_backend") or "none").lower()
+    grammar = info is not None and backend != "none" and _algorithm(info) != "DDTREE"
+    return _Structured(no_parser, grammar)
+
+
+@dataclass(frozen=True)
 class _Job:
     prompt: PromptSpec
     temperature: float
@@ -113,7 +137,14 @@ def _prefixed(findings: list[Finding], prefix: str) -> list[Finding]:
     return [dataclasses.replace(f, detector=f"{prefix}{f.detector}") for f in findings]
 
 
-def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions, rule: AcceptRule) -> None:
+def _judge(
+    result: RequestResult,
+    job: _Job,
+    suite: Suite,
+    options: SmokeOptions,
+    rule: AcceptRule,
+    structured: _Structured | None = None,
+) -> None:
     prompt = job.prompt
     findings: list[Finding] = []
     prompt_text = prompt.prompt_text()
@@ -124,6 +155,8 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
         result.text, prompt=prompt_text, kind=prompt.kind, finish_reason=result.finish_reason
     )
     for f in verdict.findings:
+        if f.detector == "empty" and result.tool_calls:
+            continue  # a tool call's answer: SGLang leaves the content empty
         if f.detector == "empty" and thinking_ran_out:
             f = dataclasses.replace(
                 f, severity="warn", message="no answer: thinking used the whole token limit"
@@ -137,6 +170,9 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
         findings += _prefixed(rv.findings, "reasoning.")
     if suite.expectations and options.expectations and prompt.expect:
         expected = run_checks(prompt.expect, result.text, result.completion_tokens)
+        if result.error is None:
+            reason = (structured or _Structured()).no_tool_parser
+            expected += structured_checks(prompt, result.text, result.tool_calls, reason)
         findings += expected if job.temperature == 0 else [_sampled(f, job.temperature) for f in expected]
     findings += _speculative_findings(result, rule)
     findings += _length_findings(result, prompt.max_tokens)
@@ -281,13 +317,26 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
 
 
 def _send(
-    client: SGLangClient, job: _Job, suite: Suite, model: str, mode: _TokenMode | None = None
+    client: SGLangClient,
+    job: _Job,
+    suite: Suite,
+    model: str,
+    mode: _TokenMode | None = None,
+    structured: _Structured | None = None,
 ) -> RequestResult:
     prompt = job.prompt
     kwargs = {**suite.chat_template_kwargs, **(prompt.chat_template_kwargs or {})}
-    if mode is not None and (job.temperature == 0 or mode.sampled):
+    # tools and schemas are the chat endpoint's business (its parsers): never sent by token ids
+    if mode is not None and (job.temperature == 0 or mode.sampled) and not prompt.structured:
         return _send_ids(client, job, kwargs, mode)
     result = RequestResult(prompt.id, prompt.kind, prompt.api, job.temperature, job.attempt)
+    response_format = None
+    if prompt.schema_ is not None and structured is not None and structured.grammar:
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": prompt.id, "schema": prompt.schema_},
+        }
+        result.constrained = True
     try:
         if prompt.api == "generate":
             c = client.generate(
@@ -306,6 +355,8 @@ def _send(
                 top_p=suite.top_p if job.temperature > 0 else None,
                 seed=suite.seed if job.temperature > 0 else None,
                 chat_template_kwargs=kwargs or None,
+                tools=[tool.to_request() for tool in prompt.tools] if prompt.tools else None,
+                response_format=response_format,
             )
     except ResponseError as exc:
         result.error = str(exc)
@@ -317,6 +368,7 @@ def _send(
         c.elapsed,
     )
     result.surrogates_replaced = c.surrogates_replaced
+    result.tool_calls = c.tool_calls
     if c.verify_ct:  # zero or absent: the server does not decode speculatively
         result.accept_length, result.verify_ct = c.accept_length, c.verify_ct
     return result
@@ -331,11 +383,12 @@ def _run_jobs(
     concurrency: int,
     rule: AcceptRule,
     mode: _TokenMode | None = None,
+    structured: _Structured | None = None,
 ) -> list[tuple[_Job, RequestResult]]:
     done: list[tuple[_Job, RequestResult]] = []
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="smoke") as pool:
         futures: dict[Future[RequestResult], _Job] = {
-            pool.submit(_send, client, j, suite, model, mode): j for j in jobs
+            pool.submit(_send, client, j, suite, model, mode, structured): j for j in jobs
         }
         pending = set(futures)
         while pending:
@@ -355,7 +408,7 @@ def _run_jobs(
                         other.cancel()
                     raise exc
                 result = future.result()
-                _judge(result, futures[future], suite, options, rule)
+                _judge(result, futures[future], suite, options, rule, structured)
                 done.append((futures[future], result))
                 if options.on_result is not None:
                     options.on_result(result)
@@ -495,7 +548,8 @@ def run_smoke(
                     mode = dataclasses.replace(mode, sampled=True, top_p=suite.top_p, seed=suite.seed)
         jobs = _plan(suite, determinism)
         generation_started = time.monotonic()
-        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, rule, mode)
+        structured = structured_traits(info_before)
+        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, rule, mode, structured)
         generation_seconds = time.monotonic() - generation_started
         try:
             # before the probes' flush, which resets the server's running averages
