@@ -108,7 +108,11 @@ def run_checks(checks: list[Expectation], text: str, completion_tokens: int | No
 
 
 def structured_checks(
-    prompt: PromptSpec, text: str, tool_calls: list[Any] | None, reason_not_run: str | None = None
+    prompt: PromptSpec,
+    text: str,
+    tool_calls: list[Any] | None,
+    reason_not_run: str | None = None,
+    finish_reason: str | None = None,
 ) -> list[Finding]:
     """The prompt's tool_call and json_schema expectations against the answer (content and the parsed
     `message.tool_calls`). `reason_not_run` (say, the server runs no tool-call parser) turns each
@@ -123,7 +127,7 @@ def structured_checks(
                 )
                 continue
             declared = {tool.name: tool.parameters for tool in prompt.tools or []}
-            found = tool_call_findings(tool_calls, declared, text, check.value)
+            found = tool_call_findings(tool_calls, declared, text, check.value, finish_reason)
         elif check.type == "json_schema" and prompt.schema_ is not None:
             found = json_schema_findings(extract_block(text), prompt.schema_)
         else:

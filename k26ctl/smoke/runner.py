@@ -155,8 +155,8 @@ def _judge(
         result.text, prompt=prompt_text, kind=prompt.kind, finish_reason=result.finish_reason
     )
     for f in verdict.findings:
-        if f.detector == "empty" and result.tool_calls:
-            continue  # a tool call's answer: SGLang leaves the content empty
+        if f.detector == "empty" and result.tool_calls is not None:
+            continue  # the parser found a call section: SGLang keeps only the text before it as content
         if f.detector == "empty" and thinking_ran_out:
             f = dataclasses.replace(
                 f, severity="warn", message="no answer: thinking used the whole token limit"
@@ -172,7 +172,9 @@ def _judge(
         expected = run_checks(prompt.expect, result.text, result.completion_tokens)
         if result.error is None:
             reason = (structured or _Structured()).no_tool_parser
-            expected += structured_checks(prompt, result.text, result.tool_calls, reason)
+            expected += structured_checks(
+                prompt, result.text, result.tool_calls, reason, result.finish_reason
+            )
         findings += expected if job.temperature == 0 else [_sampled(f, job.temperature) for f in expected]
     findings += _speculative_findings(result, rule)
     findings += _length_findings(result, prompt.max_tokens)

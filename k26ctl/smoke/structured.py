@@ -164,20 +164,26 @@ def _arguments_text(function: dict[str, Any]) -> tuple[str | None, Any]:
 
 
 def tool_call_findings(
-    tool_calls: list[Any] | None, tools: dict[str, dict[str, Any]], content: str, expected: str | None = None
+    tool_calls: list[Any] | None,
+    tools: dict[str, dict[str, Any]],
+    content: str,
+    expected: str | None = None,
+    finish_reason: str | None = None,
 ) -> list[Finding]:
     """Judge the tool calls of one answer against the declared `tools` (name -> parameters schema).
 
-    `expected` names the function the prompt asks for, when it asks for one."""
+    `expected` names the function the prompt asks for, when it asks for one. `tool_calls` None means
+    the server's parser found no call section; an empty list, a section in which no call parses (a call
+    that never reaches its end marker, as SGLang's kimi_k2 parser reads it)."""
     if not tool_calls:
-        seen = "; the content holds the raw call text" if "tool_call" in content else ""
-        return [
-            _finding(
-                "tool_call",
-                f"no tool call parsed (message.tool_calls is empty){seen}",
-                content[:60],
-            )
-        ]
+        what = "message.tool_calls is empty" if tool_calls is not None else "no message.tool_calls"
+        if tool_calls is not None:
+            what += ": a call section began but no complete call parsed"
+        if finish_reason == "length":
+            what += "; the answer ran to its token limit"
+        if "tool_call" in content:
+            what += "; the content holds raw call text"
+        return [_finding("tool_call", f"no tool call parsed ({what})", content[:60])]
     findings: list[Finding] = []
     for i, call in enumerate(tool_calls):
         function = call.get("function") if isinstance(call, dict) else None

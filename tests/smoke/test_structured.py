@@ -95,10 +95,14 @@ def test_ngram_style_corrupted_arguments_are_named() -> None:
 
 def test_every_way_a_call_goes_wrong_has_its_own_line() -> None:
     assert [f.reason() for f in tool_call_findings(None, TOOLS, "")] == [
-        "tool_call: no tool call parsed (message.tool_calls is empty)"
+        "tool_call: no tool call parsed (no message.tool_calls)"
+    ]
+    assert [f.reason() for f in tool_call_findings([], TOOLS, "", finish_reason="length")] == [
+        "tool_call: no tool call parsed (message.tool_calls is empty: a call section began but no complete "
+        "call parsed; the answer ran to its token limit)"
     ]
     raw = "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
-    assert "the content holds the raw call text" in tool_call_findings([], TOOLS, raw)[0].message
+    assert tool_call_findings(None, TOOLS, raw)[0].message.endswith("; the content holds raw call text)")
     calls = [
         call("get_wether", "{}"),
         call("get_weather", '{"city": "Paris", "unit": "kelvin"}', 1),

@@ -20,7 +20,7 @@ from k26ctl.lab.server import ddtree
 from k26ctl.lab.server.drafter import NGramDrafter
 from k26ctl.lab.server.kv_pool import ReqToTokenPool, TokenToKVPool
 from k26ctl.lab.server.model import TinyDecoder
-from k26ctl.lab.server.numerics import Numerics
+from k26ctl.lab.server.numerics import Numerics, ToolArguments
 from k26ctl.lab.server.prefix_cache import PrefixCache
 from k26ctl.lab.server.sampling import Sampling, sample_walk
 from k26ctl.lab.server.tokenizer import ByteTokenizer
@@ -182,6 +182,7 @@ class Engine:
         self.spec = spec
         self.drafter = drafter
         self.tokenizer = ByteTokenizer()
+        self._tool_arguments = ToolArguments(self.tokenizer.encode)
         self.context_length = context_length
         cfg = model.config
         self.req_to_token_pool = ReqToTokenPool(max_running_requests, context_length + spec.verify_width + 8)
@@ -431,6 +432,10 @@ class Engine:
                 bonus_row = accepted[-1] if accepted else 0
                 wrong = self.numerics.faulty_bonus(logits[r * width + bonus_row])
                 bonus = bonus if wrong is None else wrong
+            if self.numerics.verify_fault == "tool-arguments":
+                so_far = req.output_ids + [tree.tokens[row - 1] for row in accepted]
+                if self._tool_arguments.corrupt(so_far):
+                    bonus = self._tool_arguments.wrong_token
             req_locs = locs[r * width : (r + 1) * width]
             keep_rows = [0, *accepted]
             kept = req_locs[keep_rows]
