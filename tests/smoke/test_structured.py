@@ -208,3 +208,26 @@ def test_shipped_suites_load() -> None:
     for name in ("default", "lab-tools"):
         load_suite(name)
     assert load_suite("lab-tools").needs_tool_call_parser
+
+
+def test_validate_warns_when_the_suite_has_tool_calls_and_the_server_no_parser(tmp_path: Any) -> None:
+    from k26ctl.profile import load_profile
+    from k26ctl.resources import profiles_dir
+    from k26ctl.validate import validate_profile
+
+    def codes(*overrides: str) -> list[str]:
+        loaded = load_profile(profiles_dir() / "ddtree-b7.yaml", list(overrides))
+        return validate_profile(loaded.profile, systemd=False).codes()
+
+    assert "smoke/no-tool-call-parser" not in codes()  # the Kimi profiles set kimi_k2
+    assert "smoke/no-tool-call-parser" in codes("sglang.tool_call_parser=null")
+    # given through extra_args, the flag counts as set
+    assert "smoke/no-tool-call-parser" not in codes(
+        "sglang.tool_call_parser=null", "sglang.extra_args=['--tool-call-parser', 'kimi_k2']"
+    )
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: plain\nprompts: [{id: a, prompt: hello}]\n")
+    assert "smoke/no-tool-call-parser" not in codes("sglang.tool_call_parser=null", f"smoke.suite={plain}")
+    assert "smoke/no-tool-call-parser" not in codes(
+        "sglang.tool_call_parser=null", "smoke.suite=/missing.yaml"
+    )
