@@ -104,14 +104,17 @@ class _Structured:
 def structured_traits(info: dict[str, Any] | None) -> _Structured:
     """A server that says it runs no --tool-call-parser cannot answer tools with tool_calls; one
     without /server_info is asked anyway and judged on what it sends. `response_format` goes only to a
-    server with a grammar backend whose algorithm takes constrained requests: DDTree refuses them
-    inside its worker (docs/conformance.md), and `--grammar-backend none` turns grammars off."""
+    GPU server with a grammar backend whose algorithm takes constrained requests: DDTree refuses them
+    inside its worker (docs/conformance.md), `--grammar-backend none` turns grammars off, and on the
+    CPU 0.5.15's xgrammar cannot apply its mask: the scheduler raises "Unsupported device: cpu"
+    (constrained/xgrammar_backend.py:123) and the server dies (seen on the lab's real CPU server)."""
     args = _server_args(info)
     no_parser = None
     if info is not None and not args.get("tool_call_parser"):
         no_parser = "the server runs without --tool-call-parser (sglang.tool_call_parser)"
     backend = str(args.get("grammar_backend") or "none").lower()
-    grammar = info is not None and backend != "none" and _algorithm(info) != "DDTREE"
+    device = str(args.get("device") or "").lower()
+    grammar = info is not None and backend != "none" and device != "cpu" and _algorithm(info) != "DDTREE"
     return _Structured(no_parser, grammar)
 
 

@@ -77,6 +77,8 @@ class ToolSpec(_Strict):
         return self
 
     def to_request(self) -> dict[str, Any]:
+        # never `strict`: a strict tool turns tool_choice auto into a grammar (0.5.15
+        # function_call_parser.py:240-255), which DDTree refuses and a CPU server dies of
         function = {"name": self.name, "description": self.description, "parameters": self.parameters}
         return {"type": "function", "function": function}
 

@@ -199,6 +199,7 @@ def test_server_traits_decide_parser_reason_and_response_format() -> None:
         structured_traits(info(grammar_backend="xgrammar", speculative_algorithm="DDTREE")).grammar is False
     )
     assert structured_traits(info(grammar_backend="none")).grammar is False
+    assert structured_traits(info(grammar_backend="xgrammar", device="cpu")).grammar is False
     assert structured_traits(info()).no_tool_parser == (
         "the server runs without --tool-call-parser (sglang.tool_call_parser)"
     )
