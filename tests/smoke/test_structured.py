@@ -13,7 +13,7 @@ from k26ctl.smoke.runner import structured_traits
 from k26ctl.smoke.structured import json_schema_findings, schema_problem, tool_call_findings, unsupported
 from k26ctl.smoke.suite import load_suite, parse_suite
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "object",
     "properties": {
         "city": {"type": "string"},
@@ -22,7 +22,7 @@ WEATHER = {
     "required": ["city"],
     "additionalProperties": False,
 }
-BOOKS = {
+BOOKS: dict[str, Any] = {
     "type": "object",
     "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 5}},
     "required": ["query"],
