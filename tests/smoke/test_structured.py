@@ -232,3 +232,11 @@ def test_validate_warns_when_the_suite_has_tool_calls_and_the_server_no_parser(t
     assert "smoke/no-tool-call-parser" not in codes(
         "sglang.tool_call_parser=null", "smoke.suite=/missing.yaml"
     )
+
+
+def test_the_watch_canary_leaves_structured_prompts_out() -> None:
+    from k26ctl.watch.canary import canary_suite
+
+    pool = canary_suite(load_suite("default"))
+    assert {"tool-call", "json-schema"} & {p.id for p in pool.prompts} == set()
+    assert "prose" in {p.id for p in pool.prompts}
