@@ -26,7 +26,7 @@ def test_tool_argument_fault_fails_the_deploy_on_the_tool_call_check(lab_host: A
         for f in r["findings"]
         if f["severity"] == "fail"
     }
-    assert failed == {("weather", "tool_call"), ("books", "tool_call")}, failed
+    assert failed == {("weather", "tool_call_arguments"), ("books", "tool_call_arguments")}, failed
     assert smoke["probes"]["verdict"] == "pass", smoke["probes"]
-    reasons = [f["message"] for r in smoke["results"] if r["prompt_id"] == "weather" for f in r["findings"]]
-    assert "a call section began but no complete call parsed" in reasons[0], reasons
+    reasons = [f["message"] for r in smoke["results"] if r["prompt_id"] == "books" for f in r["findings"]]
+    assert reasons[0].startswith("arguments of search_books are not JSON: "), reasons

@@ -20,17 +20,20 @@ pytestmark = pytest.mark.lab
 BEGIN = "<|tool_call_argument_begin|>"
 
 
-def test_corrupt_only_inside_an_argument_span_and_only_once() -> None:
+def test_corrupt_only_a_quote_inside_an_argument_span_and_only_once() -> None:
     spans = ToolArguments(TOKENIZER.encode)
+    quote = TOKENIZER.encode('"')[0]
 
-    def corrupt(text: str) -> bool:
-        return spans.corrupt(TOKENIZER.encode(text))
+    def corrupt(text: str, token: int = quote) -> bool:
+        return spans.corrupt(TOKENIZER.encode(text), token)
 
-    assert not corrupt("The capital of France is")
-    assert corrupt(f"<|tool_call_begin|>functions.f:0{BEGIN}") and corrupt(f'x{BEGIN}{{"city": "Pa')
-    assert not corrupt(f'{BEGIN}{{"city": "P=')  # one wrong token per span
+    assert not corrupt("She said ")
+    assert corrupt(f'<|tool_call_begin|>functions.f:0{BEGIN}{{"city') and corrupt(f'x{BEGIN}{{"city": ')
+    assert not corrupt(f"{BEGIN}{{")  # the opening {" stays, or no parser would find the call
+    assert not corrupt(f'{BEGIN}{{"city', TOKENIZER.encode("x")[0])  # quotes only
+    assert not corrupt(f'{BEGIN}{{"city=: ')  # one wrong token per span
     assert not corrupt(f'{BEGIN}{{"a": 1}}<|tool_call_end|>')  # the span has closed
-    assert corrupt(f'{BEGIN}{{"a": 1}}<|tool_call_end|><|tool_call_begin|>g:1{BEGIN}{{')
+    assert corrupt(f'{BEGIN}{{"a=: 1}}<|tool_call_end|><|tool_call_begin|>g:1{BEGIN}{{"b')
 
 
 def run(fault: str, question: str) -> str:
@@ -44,14 +47,16 @@ def run(fault: str, question: str) -> str:
     return TOKENIZER.decode(req.output_ids)
 
 
-def test_the_fault_changes_the_arguments_and_nothing_else() -> None:
+def test_the_fault_changes_one_argument_character_and_nothing_else() -> None:
     healthy = run("none", "What is the weather in Paris?")
     assert healthy.startswith("<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0") and (
         f'{BEGIN}{{"city": "Paris", "unit": "celsius"}}<|tool_call_end|>' in healthy
     )
     faulty = run("tool-arguments", "What is the weather in Paris?")
-    head = healthy.index(BEGIN) + len(BEGIN)
-    assert faulty[:head] == healthy[:head] and faulty[head:] != healthy[head:]
-    assert "=" in faulty[head:] and "<|tool_call_end|>" not in faulty[head:]
+    # the KV keeps the right token, so the model goes on unharmed: one character differs, a quote
+    assert len(faulty) == len(healthy)
+    (where,) = [i for i, (a, b) in enumerate(zip(healthy, faulty, strict=True)) if a != b]
+    assert (healthy[where], faulty[where]) == ('"', "=")
+    assert healthy.index(BEGIN) < where < healthy.index("<|tool_call_end|>")
     plain = "Explain how plants make food."
     assert run("tool-arguments", plain) == run("none", plain)

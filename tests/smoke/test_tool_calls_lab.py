@@ -38,7 +38,9 @@ def test_healthy_tool_calls_pass_and_the_argument_fault_fails_only_the_tool_call
         faulty = run_smoke(SmokeTarget(server.url), suite, options=SmokeOptions(concurrency=2))
     assert not faulty.passed
     failed = {(r.prompt_id, f.detector) for r in faulty.results for f in r.failures}
-    assert failed == {("weather", "tool_call"), ("books", "tool_call")}, failed
+    assert failed == {("weather", "tool_call_arguments"), ("books", "tool_call_arguments")}, failed
+    weather = next(r for r in faulty.results if r.prompt_id == "weather")
+    assert weather.failures[0].message.startswith('arguments of get_weather are not JSON: \'{"city": =Paris')
     assert not [f for f in faulty.suite_findings if f.severity == "fail"]
     # the plain answers are the healthy server's, word for word
     plain = {

@@ -432,10 +432,6 @@ class Engine:
                 bonus_row = accepted[-1] if accepted else 0
                 wrong = self.numerics.faulty_bonus(logits[r * width + bonus_row])
                 bonus = bonus if wrong is None else wrong
-            if self.numerics.verify_fault == "tool-arguments":
-                so_far = req.output_ids + [tree.tokens[row - 1] for row in accepted]
-                if self._tool_arguments.corrupt(so_far):
-                    bonus = self._tool_arguments.wrong_token
             req_locs = locs[r * width : (r + 1) * width]
             keep_rows = [0, *accepted]
             kept = req_locs[keep_rows]
@@ -447,6 +443,8 @@ class Engine:
             ] = kept
             req.cached_len += len(kept)
             committed = [tree.tokens[row - 1] for row in accepted] + [bonus]
+            if self.numerics.verify_fault == "tool-arguments":
+                committed = self._tool_argument_fault(req.output_ids, committed)
             for row, token in zip(keep_rows, committed, strict=True):  # row `row` chose the next token
                 req.keep_logprobs(logits[r * width + row], token)
             req.output_ids.extend(committed)
@@ -454,6 +452,15 @@ class Engine:
             new_tokens += len(committed)
             self._finish_if_done(req)
         return StepStats("verify", len(reqs), new_tokens)
+
+    def _tool_argument_fault(self, before: list[int], committed: list[int]) -> list[int]:
+        """The tool-argument fault: at most one accepted draft token (never the bonus, whose KV the next
+        pass writes from its id) committed as the wrong id; its KV row stays the right token's."""
+        spans = self._tool_arguments
+        for i, token in enumerate(committed[:-1]):
+            if spans.corrupt(before + committed[:i], token):
+                return [*committed[:i], spans.wrong_token, *committed[i + 1 :]]
+        return committed
 
     # ---- convenience for tests and benchmarks -----------------------------------------------------
 

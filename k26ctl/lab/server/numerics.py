@@ -16,9 +16,11 @@ plausible wrong token per affected step, in a request that only exists at concur
 
 Tool-argument fault (K26LAB_VERIFY_FAULT=tool-arguments): the damage n-gram speculation is reported to do
 to tool calls (`parameter=parameter=` in the arguments) and nowhere else. While a request is inside a
-Kimi K2 tool call's arguments (after `<|tool_call_argument_begin|>`, before `<|tool_call_end|>`), every
-verify pass commits `=` as its bonus token instead of the target's choice; all other text is verified
-correctly, so plain answers stay exactly as the healthy server writes them.
+Kimi K2 tool call's arguments (after `<|tool_call_argument_begin|>`, before `<|tool_call_end|>`), the
+first accepted draft token that is a quote (past the opening `{"`) is committed as `=`: the output
+names the wrong token while the KV cache keeps the right one's row, as a verify that commits the wrong
+id would. The model goes on as if nothing happened, so the call closes with arguments that are not
+JSON, and all other text is verified correctly.
 """
 
 from __future__ import annotations
@@ -110,15 +112,19 @@ class ToolArguments:
         self._begin = encode("<|tool_call_argument_begin|>")
         self._end = encode("<|tool_call_end|>")
         self.wrong_token = encode("=")[0]
+        self._quote = encode('"')[0]
 
-    def corrupt(self, ids: list[int]) -> bool:
-        """Whether the next token after `ids` is corrupted: `ids` ends inside an argument span (a begin
-        marker with no end marker after it) that holds no corruption yet."""
+    def corrupt(self, ids: list[int], token: int) -> bool:
+        """Whether `token`, committed after `ids`, is the one the fault replaces: a quote past the
+        opening `{"` of an argument span (a begin marker with no end marker after it) that holds no
+        corruption yet."""
+        if token != self._quote:
+            return False
         begin = _last(ids, self._begin)
         if begin is None:
             return False
         span = ids[begin + len(self._begin) :]
-        return _last(span, self._end) is None and self.wrong_token not in span
+        return len(span) >= 2 and _last(span, self._end) is None and self.wrong_token not in span
 
 
 def _last(ids: list[int], pattern: list[int]) -> int | None:
