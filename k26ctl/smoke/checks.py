@@ -108,24 +108,14 @@ def run_checks(checks: list[Expectation], text: str, completion_tokens: int | No
 
 
 def structured_checks(
-    prompt: PromptSpec,
-    text: str,
-    tool_calls: list[Any] | None,
-    reason_not_run: str | None = None,
-    finish_reason: str | None = None,
+    prompt: PromptSpec, text: str, tool_calls: list[Any] | None, finish_reason: str | None = None
 ) -> list[Finding]:
     """The prompt's tool_call and json_schema expectations against the answer (content and the parsed
-    `message.tool_calls`). `reason_not_run` (say, the server runs no tool-call parser) turns each
-    tool_call expectation into one warning naming the reason instead of a verdict."""
+    `message.tool_calls`). A server without a tool-call parser is never asked a tool-call prompt: the
+    runner skips those with a named reason (`tool_call_skipped`)."""
     findings: list[Finding] = []
     for check in prompt.expect:
         if check.type == "tool_call":
-            if reason_not_run is not None:
-                findings.append(_finding(check, f"tool call not checked: {reason_not_run}"))
-                findings[-1] = dataclasses.replace(
-                    findings[-1], detector="tool_call_skipped", severity="warn"
-                )
-                continue
             declared = {tool.name: tool.parameters for tool in prompt.tools or []}
             found = tool_call_findings(tool_calls, declared, text, check.value, finish_reason)
         elif check.type == "json_schema" and prompt.schema_ is not None:

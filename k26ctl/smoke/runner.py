@@ -140,14 +140,7 @@ def _prefixed(findings: list[Finding], prefix: str) -> list[Finding]:
     return [dataclasses.replace(f, detector=f"{prefix}{f.detector}") for f in findings]
 
 
-def _judge(
-    result: RequestResult,
-    job: _Job,
-    suite: Suite,
-    options: SmokeOptions,
-    rule: AcceptRule,
-    structured: _Structured | None = None,
-) -> None:
+def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions, rule: AcceptRule) -> None:
     prompt = job.prompt
     findings: list[Finding] = []
     prompt_text = prompt.prompt_text()
@@ -174,10 +167,7 @@ def _judge(
     if suite.expectations and options.expectations and prompt.expect:
         expected = run_checks(prompt.expect, result.text, result.completion_tokens)
         if result.error is None:
-            reason = (structured or _Structured()).no_tool_parser
-            expected += structured_checks(
-                prompt, result.text, result.tool_calls, reason, result.finish_reason
-            )
+            expected += structured_checks(prompt, result.text, result.tool_calls, result.finish_reason)
         findings += expected if job.temperature == 0 else [_sampled(f, job.temperature) for f in expected]
     findings += _speculative_findings(result, rule)
     findings += _length_findings(result, prompt.max_tokens)
@@ -413,7 +403,7 @@ def _run_jobs(
                         other.cancel()
                     raise exc
                 result = future.result()
-                _judge(result, futures[future], suite, options, rule, structured)
+                _judge(result, futures[future], suite, options, rule)
                 done.append((futures[future], result))
                 if options.on_result is not None:
                     options.on_result(result)
@@ -551,9 +541,11 @@ def run_smoke(
                 rescore_note = _logprob_refusal(client, hello)
                 if rescore_note is None:
                     mode = dataclasses.replace(mode, sampled=True, top_p=suite.top_p, seed=suite.seed)
-        jobs = _plan(suite, determinism)
-        generation_started = time.monotonic()
         structured = structured_traits(info_before)
+        jobs = _plan(suite, determinism)
+        unasked = sorted({j.prompt.id for j in jobs if j.prompt.tools and structured.no_tool_parser})
+        jobs = [j for j in jobs if j.prompt.id not in unasked]
+        generation_started = time.monotonic()
         pairs = _run_jobs(client, jobs, suite, model, options, concurrency, rule, mode, structured)
         generation_seconds = time.monotonic() - generation_started
         try:
@@ -612,6 +604,18 @@ def run_smoke(
     served = lossy_levers(_server_args(info_after or info_before), options.unit_environment)
     report.lossy_levers = [lever.setting for lever in served]
     report.suite_findings += _lossy_findings(served, options.lossless_strict, options.unit_environment)
+    if unasked:
+        report.suite_findings.append(
+            Finding(
+                "tool_call_skipped",
+                float(len(unasked)),
+                0.0,
+                (0, 0),
+                "",
+                f"tool-call prompts not asked ({', '.join(unasked)}): {structured.no_tool_parser}",
+                severity="warn",
+            )
+        )
     report.requests_sent = client.requests_sent
     report.accept_rule = rule
     report.suite_findings += _measured_accept_findings(report, rule)

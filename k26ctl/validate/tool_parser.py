@@ -2,7 +2,7 @@
 
 SGLang answers a chat request's `tools` with `message.tool_calls` only under `--tool-call-parser`
 (0.5.15 serving_chat.py:1348-1360); without one the call stays raw text in the content and smoke can
-only report the tool-call prompts as not checked. So validate warns before the deploy.
+only skip the tool-call prompts (`tool_call_skipped`). So validate warns before the deploy.
 
 The suite is read as data (its prompts' `tools`), not through the smoke package, which sits beside
 validate in the import layers: a shipped name resolves to k26ctl/smoke/suites/NAME.yaml, anything else is
@@ -61,6 +61,6 @@ def suite_needs_tool_call_parser(ctx: Context) -> Iterator[Finding]:
             "warning",
             "smoke/no-tool-call-parser",
             f"smoke suite '{ref}' has tool-call prompts ({shown}) but the server runs without "
-            "--tool-call-parser: they will be reported as not checked",
+            "--tool-call-parser: smoke will not ask them",
             "set sglang.tool_call_parser (kimi_k2 for Kimi K2.x), or use a suite without tools",
         )

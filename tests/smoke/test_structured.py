@@ -164,9 +164,9 @@ def test_suite_declares_tools_and_schemas() -> None:
     assert structured_checks(paris, '```json\n{"city": "Paris"}\n```', None) == []
     good = [call("get_weather", json.dumps({"city": "Paris"}))]
     assert structured_checks(weather, "", good) == []
-    (skipped,) = structured_checks(weather, "", None, "the server runs without --tool-call-parser")
-    assert skipped.detector == "tool_call_skipped" and skipped.severity == "warn"
-    assert skipped.message == "tool call not checked: the server runs without --tool-call-parser"
+    (missing,) = structured_checks(weather, "", None)
+    assert missing.reason() == "tool_call: no tool call parsed (no message.tool_calls)"
+    assert structured_checks(weather.model_copy(update={"expect": []}), "", None) == []
     assert not parse_suite({"name": "x", "prompts": [{"id": "a", "prompt": "b"}]}).needs_tool_call_parser
 
 

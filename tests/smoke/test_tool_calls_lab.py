@@ -47,3 +47,18 @@ def test_healthy_tool_calls_pass_and_the_argument_fault_fails_only_the_tool_call
         r.name: r.text for r in healthy.results if r.prompt_id not in TOOL_PROMPTS and r.temperature == 0
     }
     assert plain == {r.name: r.text for r in faulty.results if r.name in plain}
+
+
+def test_a_server_without_a_tool_call_parser_is_not_asked_the_tool_prompts() -> None:
+    """Its answers would be the raw call text: the prompts are skipped with the reason, never passed."""
+    with lab_server("ddtree-b7-tools", overrides=["sglang.tool_call_parser=null"]) as server:
+        report = run_smoke(
+            SmokeTarget(server.url), load_suite("lab-tools"), options=SmokeOptions(concurrency=2)
+        )
+    assert not {r.prompt_id for r in report.results} & TOOL_PROMPTS
+    (skipped,) = [f for f in report.suite_findings if f.detector == "tool_call_skipped"]
+    assert skipped.severity == "warn" and skipped.message == (
+        "tool-call prompts not asked (books, weather): the server runs without --tool-call-parser "
+        "(sglang.tool_call_parser)"
+    )
+    assert report.passed, [(r.name, r.failures) for r in report.results if not r.passed]
