@@ -15,6 +15,7 @@ both are self-consistent and not degenerate; exact equality is demanded only of 
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -105,17 +106,27 @@ def structured_traits(info: dict[str, Any] | None) -> _Structured:
     """A server that says it runs no --tool-call-parser cannot answer tools with tool_calls; one
     without /server_info is asked anyway and judged on what it sends. `response_format` goes only to a
     GPU server with a grammar backend whose algorithm takes constrained requests: DDTree refuses them
-    inside its worker (docs/conformance.md), `--grammar-backend none` turns grammars off, and on the
-    CPU 0.5.15's xgrammar cannot apply its mask: the scheduler raises "Unsupported device: cpu"
-    (constrained/xgrammar_backend.py:123) and the server dies (seen on the lab's real CPU server)."""
+    inside its worker (docs/conformance.md), DFlash before 0.5.23 at admission (0.5.15
+    speculative/dflash_utils.py:776-792; 0.5.23's check no longer names grammars), `--grammar-backend
+    none` turns grammars off, and on the CPU 0.5.15's xgrammar cannot apply its mask: the scheduler
+    raises "Unsupported device: cpu" (constrained/xgrammar_backend.py:123) and the server dies (seen
+    on the lab's real CPU server)."""
     args = _server_args(info)
     no_parser = None
     if info is not None and not args.get("tool_call_parser"):
         no_parser = "the server runs without --tool-call-parser (sglang.tool_call_parser)"
     backend = str(args.get("grammar_backend") or "none").lower()
     device = str(args.get("device") or "").lower()
-    grammar = info is not None and backend != "none" and device != "cpu" and _algorithm(info) != "DDTREE"
+    algorithm = _algorithm(info)
+    refuses = algorithm == "DDTREE" or (algorithm == "DFLASH" and _release(info) < (0, 5, 23))
+    grammar = info is not None and backend != "none" and device != "cpu" and not refuses
     return _Structured(no_parser, grammar)
+
+
+def _release(info: dict[str, Any] | None) -> tuple[int, ...]:
+    """The server's release as numbers ((0,) when unknown: treated as the oldest)."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", str((info or {}).get("version") or ""))
+    return tuple(int(x) for x in match.groups()) if match else (0,)
 
 
 @dataclass(frozen=True)

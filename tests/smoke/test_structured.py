@@ -200,6 +200,10 @@ def test_server_traits_decide_parser_reason_and_response_format() -> None:
     )
     assert structured_traits(info(grammar_backend="none")).grammar is False
     assert structured_traits(info(grammar_backend="xgrammar", device="cpu")).grammar is False
+    dflash = {"server_args": {"grammar_backend": "xgrammar", "speculative_algorithm": "DFLASH"}}
+    assert structured_traits({**dflash, "version": "0.5.15"}).grammar is False  # refused at admission
+    assert structured_traits({**dflash, "version": "0.5.23"}).grammar is True
+    assert structured_traits(dflash).grammar is False  # release unknown
     assert structured_traits(info()).no_tool_parser == (
         "the server runs without --tool-call-parser (sglang.tool_call_parser)"
     )
