@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
+from typing import Any
 
 from k26ctl.smoke.detectors import Finding
-from k26ctl.smoke.suite import Expectation
+from k26ctl.smoke.structured import json_schema_findings, tool_call_findings
+from k26ctl.smoke.suite import STRUCTURED_CHECKS, Expectation, PromptSpec
 
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
@@ -95,4 +98,29 @@ def _limit_reason(exc: BaseException) -> str:
 
 
 def run_checks(checks: list[Expectation], text: str, completion_tokens: int | None = None) -> list[Finding]:
-    return [f for f in (run_check(c, text, completion_tokens) for c in checks) if f is not None]
+    """The text checks; the structured ones (tool_call, json_schema) need the whole answer:
+    `structured_checks`."""
+    return [
+        f
+        for f in (run_check(c, text, completion_tokens) for c in checks if c.type not in STRUCTURED_CHECKS)
+        if f is not None
+    ]
+
+
+def structured_checks(
+    prompt: PromptSpec, text: str, tool_calls: list[Any] | None, finish_reason: str | None = None
+) -> list[Finding]:
+    """The prompt's tool_call and json_schema expectations against the answer (content and the parsed
+    `message.tool_calls`). A server without a tool-call parser is never asked a tool-call prompt: the
+    runner skips those with a named reason (`tool_call_skipped`)."""
+    findings: list[Finding] = []
+    for check in prompt.expect:
+        if check.type == "tool_call":
+            declared = {tool.name: tool.parameters for tool in prompt.tools or []}
+            found = tool_call_findings(tool_calls, declared, text, check.value, finish_reason)
+        elif check.type == "json_schema" and prompt.schema_ is not None:
+            found = json_schema_findings(extract_block(text), prompt.schema_)
+        else:
+            continue
+        findings += [dataclasses.replace(f, severity=check.severity) for f in found]
+    return findings

@@ -51,6 +51,7 @@ class Completion:
     accept_length: float | None = None
     verify_ct: int | None = None
     surrogates_replaced: int = 0  # lone surrogates in the answer's JSON, replaced by U+FFFD
+    tool_calls: list[Any] | None = None  # message.tool_calls as the server's tool-call parser sent them
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -190,7 +191,11 @@ class SGLangClient:
         top_p: float | None = None,
         seed: int | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> Completion:
+        """One chat completion. `tools` go out with tool_choice "auto" (no grammar: a DDTree server
+        refuses constrained requests); `response_format` only where the caller knows a grammar runs."""
         body: dict[str, Any] = {
             "model": model,
             "messages": messages,
@@ -204,6 +209,10 @@ class SGLangClient:
             body["seed"] = seed
         if chat_template_kwargs:
             body["chat_template_kwargs"] = chat_template_kwargs
+        if tools:
+            body["tools"], body["tool_choice"] = tools, "auto"
+        if response_format is not None:
+            body["response_format"] = response_format
         started = time.monotonic()
         decoded = self._request_decoded("POST", "/v1/chat/completions", body)
         elapsed = time.monotonic() - started
@@ -216,6 +225,7 @@ class SGLangClient:
             answer.usage.completion_tokens if answer.usage else None,
             elapsed,
             surrogates_replaced=decoded.surrogates_replaced,
+            tool_calls=choice.message.tool_calls,
         )
 
     def generate(

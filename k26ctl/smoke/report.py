@@ -41,6 +41,9 @@ class RequestResult:
     top2_margins: list[float | None] | None = field(default=None, repr=False)  # recording a baseline
     # a sampled answer's decode log-probabilities (for the rescoring probes), when the server gave them
     decode_logprobs: list[float | None] | None = field(default=None, repr=False)
+    # message.tool_calls of a prompt that declared tools (None: the server sent none)
+    tool_calls: list[Any] | None = None
+    constrained: bool = False  # sent with response_format (the server's grammar backend shaped it)
 
     @property
     def name(self) -> str:
@@ -91,6 +94,8 @@ class RequestResult:
             "findings": [f.to_json() for f in self.findings],
             "text": self.text,
             "reasoning": self.reasoning,
+            "tool_calls": self.tool_calls,
+            "constrained": self.constrained,
         }
 
 

@@ -28,6 +28,8 @@ class ModelList(_Answer):
 class ChatMessage(_Answer):
     content: str | None = None
     reasoning_content: str | None = None
+    # kept as sent: a malformed call is judged by the tool-call check (smoke/structured.py), not refused
+    tool_calls: list[Any] | None = None
 
 
 class ChatChoice(_Answer):

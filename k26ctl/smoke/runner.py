@@ -15,6 +15,7 @@ both are self-consistent and not degenerate; exact equality is demanded only of 
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -36,7 +37,7 @@ from k26ctl.smoke.baseline import (
     first_divergence,
     joined,
 )
-from k26ctl.smoke.checks import run_checks
+from k26ctl.smoke.checks import run_checks, structured_checks
 from k26ctl.smoke.client import ResponseError, SGLangClient, avg_accept_length, server_identity
 from k26ctl.smoke.detectors import Finding, score_text
 from k26ctl.smoke.probes import DEFAULT_POSITIONS, ProbeAnswer, ProbeReport, run_probes, skipped
@@ -92,6 +93,43 @@ class SmokeOptions:
 
 
 @dataclass(frozen=True)
+class _Structured:
+    """How structured prompts are sent and judged on this server (from /server_info)."""
+
+    # why tool calls cannot be checked (None: the server runs a tool-call parser, or did not say)
+    no_tool_parser: str | None = None
+    # a grammar backend runs and the algorithm accepts constrained requests: send response_format
+    grammar: bool = False
+
+
+def structured_traits(info: dict[str, Any] | None) -> _Structured:
+    """A server that says it runs no --tool-call-parser cannot answer tools with tool_calls; one
+    without /server_info is asked anyway and judged on what it sends. `response_format` goes only to a
+    GPU server with a grammar backend whose algorithm takes constrained requests: DDTree refuses them
+    inside its worker (docs/conformance.md), DFlash before 0.5.23 at admission (0.5.15
+    speculative/dflash_utils.py:776-792; 0.5.23's check no longer names grammars), `--grammar-backend
+    none` turns grammars off, and on the CPU 0.5.15's xgrammar cannot apply its mask: the scheduler
+    raises "Unsupported device: cpu" (constrained/xgrammar_backend.py:123) and the server dies (seen
+    on the lab's real CPU server)."""
+    args = _server_args(info)
+    no_parser = None
+    if info is not None and not args.get("tool_call_parser"):
+        no_parser = "the server runs without --tool-call-parser (sglang.tool_call_parser)"
+    backend = str(args.get("grammar_backend") or "none").lower()
+    device = str(args.get("device") or "").lower()
+    algorithm = _algorithm(info)
+    refuses = algorithm == "DDTREE" or (algorithm == "DFLASH" and _release(info) < (0, 5, 23))
+    grammar = info is not None and backend != "none" and device != "cpu" and not refuses
+    return _Structured(no_parser, grammar)
+
+
+def _release(info: dict[str, Any] | None) -> tuple[int, ...]:
+    """The server's release as numbers ((0,) when unknown: treated as the oldest)."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", str((info or {}).get("version") or ""))
+    return tuple(int(x) for x in match.groups()) if match else (0,)
+
+
+@dataclass(frozen=True)
 class _Job:
     prompt: PromptSpec
     temperature: float
@@ -124,6 +162,8 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
         result.text, prompt=prompt_text, kind=prompt.kind, finish_reason=result.finish_reason
     )
     for f in verdict.findings:
+        if f.detector == "empty" and result.tool_calls is not None:
+            continue  # the parser found a call section: SGLang keeps only the text before it as content
         if f.detector == "empty" and thinking_ran_out:
             f = dataclasses.replace(
                 f, severity="warn", message="no answer: thinking used the whole token limit"
@@ -137,6 +177,8 @@ def _judge(result: RequestResult, job: _Job, suite: Suite, options: SmokeOptions
         findings += _prefixed(rv.findings, "reasoning.")
     if suite.expectations and options.expectations and prompt.expect:
         expected = run_checks(prompt.expect, result.text, result.completion_tokens)
+        if result.error is None:
+            expected += structured_checks(prompt, result.text, result.tool_calls, result.finish_reason)
         findings += expected if job.temperature == 0 else [_sampled(f, job.temperature) for f in expected]
     findings += _speculative_findings(result, rule)
     findings += _length_findings(result, prompt.max_tokens)
@@ -281,13 +323,26 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
 
 
 def _send(
-    client: SGLangClient, job: _Job, suite: Suite, model: str, mode: _TokenMode | None = None
+    client: SGLangClient,
+    job: _Job,
+    suite: Suite,
+    model: str,
+    mode: _TokenMode | None = None,
+    structured: _Structured | None = None,
 ) -> RequestResult:
     prompt = job.prompt
     kwargs = {**suite.chat_template_kwargs, **(prompt.chat_template_kwargs or {})}
-    if mode is not None and (job.temperature == 0 or mode.sampled):
+    # tools and schemas are the chat endpoint's business (its parsers): never sent by token ids
+    if mode is not None and (job.temperature == 0 or mode.sampled) and not prompt.structured:
         return _send_ids(client, job, kwargs, mode)
     result = RequestResult(prompt.id, prompt.kind, prompt.api, job.temperature, job.attempt)
+    response_format = None
+    if prompt.schema_ is not None and structured is not None and structured.grammar:
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": prompt.id, "schema": prompt.schema_},
+        }
+        result.constrained = True
     try:
         if prompt.api == "generate":
             c = client.generate(
@@ -306,6 +361,8 @@ def _send(
                 top_p=suite.top_p if job.temperature > 0 else None,
                 seed=suite.seed if job.temperature > 0 else None,
                 chat_template_kwargs=kwargs or None,
+                tools=[tool.to_request() for tool in prompt.tools] if prompt.tools else None,
+                response_format=response_format,
             )
     except ResponseError as exc:
         result.error = str(exc)
@@ -317,6 +374,7 @@ def _send(
         c.elapsed,
     )
     result.surrogates_replaced = c.surrogates_replaced
+    result.tool_calls = c.tool_calls
     if c.verify_ct:  # zero or absent: the server does not decode speculatively
         result.accept_length, result.verify_ct = c.accept_length, c.verify_ct
     return result
@@ -331,11 +389,12 @@ def _run_jobs(
     concurrency: int,
     rule: AcceptRule,
     mode: _TokenMode | None = None,
+    structured: _Structured | None = None,
 ) -> list[tuple[_Job, RequestResult]]:
     done: list[tuple[_Job, RequestResult]] = []
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="smoke") as pool:
         futures: dict[Future[RequestResult], _Job] = {
-            pool.submit(_send, client, j, suite, model, mode): j for j in jobs
+            pool.submit(_send, client, j, suite, model, mode, structured): j for j in jobs
         }
         pending = set(futures)
         while pending:
@@ -493,9 +552,12 @@ def run_smoke(
                 rescore_note = _logprob_refusal(client, hello)
                 if rescore_note is None:
                     mode = dataclasses.replace(mode, sampled=True, top_p=suite.top_p, seed=suite.seed)
+        structured = structured_traits(info_before)
         jobs = _plan(suite, determinism)
+        unasked = sorted({j.prompt.id for j in jobs if j.prompt.tools and structured.no_tool_parser})
+        jobs = [j for j in jobs if j.prompt.id not in unasked]
         generation_started = time.monotonic()
-        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, rule, mode)
+        pairs = _run_jobs(client, jobs, suite, model, options, concurrency, rule, mode, structured)
         generation_seconds = time.monotonic() - generation_started
         try:
             # before the probes' flush, which resets the server's running averages
@@ -553,6 +615,18 @@ def run_smoke(
     served = lossy_levers(_server_args(info_after or info_before), options.unit_environment)
     report.lossy_levers = [lever.setting for lever in served]
     report.suite_findings += _lossy_findings(served, options.lossless_strict, options.unit_environment)
+    if unasked:
+        report.suite_findings.append(
+            Finding(
+                "tool_call_skipped",
+                float(len(unasked)),
+                0.0,
+                (0, 0),
+                "",
+                f"tool-call prompts not asked ({', '.join(unasked)}): {structured.no_tool_parser}",
+                severity="warn",
+            )
+        )
     report.requests_sent = client.requests_sent
     report.accept_rule = rule
     report.suite_findings += _measured_accept_findings(report, rule)

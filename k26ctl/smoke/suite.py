@@ -4,6 +4,11 @@ A suite lists prompts with their kind (which sets the detector thresholds), the 
 the native /generate, which reports per-request accept length), token limits, temperatures,
 per-prompt `chat_template_kwargs`, and optional prompt-aware expectations, each with a severity.
 A name without a path resolves to a suite shipped in `k26ctl/smoke/suites/`.
+
+Structured output: a prompt may declare `tools` (sent as the chat request's `tools`, answered through
+the server's `--tool-call-parser`) and a JSON `schema` for its answer (sent as `response_format` where
+the server runs a grammar backend, otherwise only checked); the `tool_call` and `json_schema`
+expectations judge them (k26ctl/smoke/structured.py). A suite with tools needs a tool-call parser.
 """
 
 from __future__ import annotations
@@ -16,8 +21,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from k26ctl.errors import ConfigError
 from k26ctl.smoke.kinds import KINDS
+from k26ctl.smoke.structured import unsupported
 
-CheckType = Literal["contains", "not_contains", "regex", "answer", "json", "python", "repeats", "min_tokens"]
+CheckType = Literal[
+    "contains",
+    "not_contains",
+    "regex",
+    "answer",
+    "json",
+    "python",
+    "repeats",
+    "min_tokens",
+    "tool_call",
+    "json_schema",
+]
+STRUCTURED_CHECKS = ("tool_call", "json_schema")
 
 
 class _Strict(BaseModel):
@@ -35,11 +53,34 @@ class Expectation(_Strict):
 
     @model_validator(mode="after")
     def _needs(self) -> Expectation:
+        if self.type == "json_schema" and self.value:
+            raise ValueError("expectation 'json_schema' takes no value: it uses the prompt's schema")
         if self.type in ("contains", "not_contains", "regex", "answer", "repeats") and not self.value:
             raise ValueError(f"expectation '{self.type}' needs a value")
         if self.type in ("repeats", "min_tokens") and self.count is None:
             raise ValueError(f"expectation '{self.type}' needs a count")
         return self
+
+
+class ToolSpec(_Strict):
+    """A function the chat request declares (`tools: [{type: function, function: ...}]`)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    @model_validator(mode="after")
+    def _schema_known(self) -> ToolSpec:
+        problem = unsupported(self.parameters, f"tool {self.name} parameters")
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    def to_request(self) -> dict[str, Any]:
+        # never `strict`: a strict tool turns tool_choice auto into a grammar (0.5.15
+        # function_call_parser.py:240-255), which DDTree refuses and a CPU server dies of
+        function = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        return {"type": "function", "function": function}
 
 
 class PromptSpec(_Strict):
@@ -54,6 +95,8 @@ class PromptSpec(_Strict):
     chat_template_kwargs: dict[str, Any] | None = None
     check_reasoning: bool = True
     ignore: list[str] = Field(default_factory=list)  # detector names that do not apply (repeat-a-word)
+    tools: list[ToolSpec] | None = None  # sent as the chat request's tools (needs --tool-call-parser)
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")  # the JSON answer's schema
     expect: list[Expectation] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -64,7 +107,28 @@ class PromptSpec(_Strict):
             raise ValueError(f"prompt '{self.id}': api 'generate' takes a plain 'prompt' text")
         if self.kind not in KINDS:
             raise ValueError(f"prompt '{self.id}': unknown kind '{self.kind}' (known: {', '.join(KINDS)})")
+        self._structured_ok()
         return self
+
+    def _structured_ok(self) -> None:
+        if (self.tools or self.schema_ is not None) and self.api != "chat":
+            raise ValueError(f"prompt '{self.id}': tools and schema need api 'chat'")
+        if self.schema_ is not None:
+            problem = unsupported(self.schema_, f"prompt '{self.id}' schema")
+            if problem:
+                raise ValueError(problem)
+        types = {check.type for check in self.expect}
+        if "tool_call" in types and not self.tools:
+            raise ValueError(f"prompt '{self.id}': expectation 'tool_call' needs 'tools'")
+        if "json_schema" in types and self.schema_ is None:
+            raise ValueError(f"prompt '{self.id}': expectation 'json_schema' needs a 'schema'")
+        if self.tools and len({t.name for t in self.tools}) != len(self.tools):
+            raise ValueError(f"prompt '{self.id}': two tools with the same name")
+
+    @property
+    def structured(self) -> bool:
+        """Answered through the chat endpoint's parsers (tools) or with a schema: never by token ids."""
+        return bool(self.tools) or self.schema_ is not None
 
     def chat_messages(self) -> list[dict[str, str]]:
         if self.messages is not None:
@@ -98,6 +162,11 @@ class Suite(_Strict):
                 raise ValueError(f"duplicate prompt id '{p.id}'")
             seen.add(p.id)
         return self
+
+    @property
+    def needs_tool_call_parser(self) -> bool:
+        """Some prompt declares tools: the server must run with --tool-call-parser to answer them."""
+        return any(p.tools for p in self.prompts)
 
     def temperatures_for(self, prompt: PromptSpec) -> list[float]:
         return list(prompt.temperatures if prompt.temperatures is not None else self.temperatures)

@@ -579,4 +579,5 @@ RULES.append(cross_flag_findings)
 
 # Rules kept in their own modules register themselves on import (they import `rule` from registry.py).
 from k26ctl.validate import lossless as _lossless  # noqa: E402, F401
+from k26ctl.validate import tool_parser as _tool_parser  # noqa: E402, F401
 from k26ctl.validate import warm_caches as _warm_caches  # noqa: E402, F401

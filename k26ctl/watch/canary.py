@@ -52,8 +52,9 @@ class CanarySettings:
 def canary_suite(suite: Suite, prompts: int = DEFAULT_PROMPTS, max_tokens: int = DEFAULT_MAX_TOKENS) -> Suite:
     """The canary's pool: every temperature-0 prompt of `suite`, capped at `max_tokens`, greedy only,
     in a fixed shuffled order (seeded by the suite's name). `prompts` is the slice size; each cycle
-    runs one slice of it (`canary_slice`)."""
-    greedy = [p for p in suite.prompts if 0.0 in suite.temperatures_for(p)]
+    runs one slice of it (`canary_slice`). Tool-call and schema prompts stay out: the canary runs no
+    expectations, and the probes never see them (they are answered by the chat endpoint's parsers)."""
+    greedy = [p for p in suite.prompts if 0.0 in suite.temperatures_for(p) and not p.structured]
     if len(greedy) < 2:
         from k26ctl.errors import ConfigError
 

@@ -58,3 +58,31 @@ def test_error(protocol: Any, lab_server: Any) -> None:
     assert response.status_code == 400
     error = protocol.ErrorResponse.model_validate(response.json())
     assert error.code == 400 and error.message
+
+
+def test_chat_completion_with_a_tool_call(protocol: Any) -> None:
+    """The lab's tool-call answer (kimi_k2 parser, tool-call checkpoint) is a valid SGLang response."""
+    from tests.support.lab_server import lab_server as profile_server
+
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    body = {
+        "model": "k26lab-tiny",
+        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        "max_tokens": 256,
+        "temperature": 0,
+        "chat_template_kwargs": {"thinking": False},
+        "tools": [tool],
+    }
+    with profile_server("ddtree-b7-tools") as server:
+        answer = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60).json()
+    parsed = protocol.ChatCompletionResponse.model_validate(answer)
+    choice = parsed.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content == ""
+    (call,) = choice.message.tool_calls
+    assert (call.id, call.index, call.type, call.function.name) == (
+        "functions.get_weather:0",
+        0,
+        "function",
+        "get_weather",
+    )
+    assert json.loads(call.function.arguments) == {"city": "Paris", "unit": "celsius"}

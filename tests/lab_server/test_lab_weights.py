@@ -10,7 +10,14 @@ import torch
 
 from k26ctl.errors import ConfigError
 from k26ctl.lab.server.train import train
-from k26ctl.lab.server.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, load_model, verify_checksums
+from k26ctl.lab.server.weights import (
+    DEFAULT_DRAFT_DIR,
+    DEFAULT_MODEL_DIR,
+    TOOLS_DRAFT_DIR,
+    TOOLS_MODEL_DIR,
+    load_model,
+    verify_checksums,
+)
 
 pytestmark = pytest.mark.lab
 
@@ -20,6 +27,11 @@ def test_shipped_checkpoint_is_small_and_verified() -> None:
     assert size < 600_000
     assert set(verify_checksums(DEFAULT_MODEL_DIR)) == {"config.json", "model.pt"}
     assert set(verify_checksums(DEFAULT_DRAFT_DIR)) == {"config.json", "corpus.txt"}
+    # the tool-call checkpoint: the same corpus plus the tool-call chats, so its drafter knows the calls
+    assert set(verify_checksums(TOOLS_MODEL_DIR)) == {"config.json", "model.pt"}
+    assert set(verify_checksums(TOOLS_DRAFT_DIR)) == {"config.json", "corpus.txt"}
+    plain, tools = ((d / "corpus.txt").read_text() for d in (DEFAULT_DRAFT_DIR, TOOLS_DRAFT_DIR))
+    assert "<|tool_call_argument_begin|>" in tools and "<|tool_call_argument_begin|>" not in plain
 
 
 def test_corrupt_checkpoint_is_refused(tmp_path: Path) -> None:

@@ -26,9 +26,17 @@ def parse_chats(text: str) -> list[tuple[str, str, str]]:
     return chats
 
 
-def documents(data_dir: Path = DATA_DIR) -> list[str]:
+# Chats whose answers are Kimi K2 tool calls (and one JSON object): only the tool-call checkpoint
+# (k26lab-tiny-tools) is trained on them, so the shipped k26lab-tiny and its outputs stay as they are.
+TOOL_CHATS = "tools.txt"
+
+
+def documents(data_dir: Path = DATA_DIR, tools: bool = False) -> list[str]:
     docs = [p + "<|endoftext|>" for p in _paragraphs((data_dir / "prose.txt").read_text())]
-    for question, thinking, answer in parse_chats((data_dir / "chats.txt").read_text()):
+    chats = (data_dir / "chats.txt").read_text()
+    if tools:
+        chats = chats.rstrip("\n") + "\n\n" + (data_dir / TOOL_CHATS).read_text()
+    for question, thinking, answer in parse_chats(chats):
         user = [{"role": "user", "content": question}]
         docs.append(render_chat(user) + f"<think>{thinking}</think>{answer}<|im_end|><|endoftext|>")
         docs.append(render_chat(user, thinking=False) + f"{answer}<|im_end|><|endoftext|>")

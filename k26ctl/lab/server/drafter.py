@@ -22,7 +22,9 @@ CORPUS_FILE = "corpus.txt"
 DEFAULT_BLOCK_SIZE = 8
 
 
-def write_draft_dir(directory: Path, block_size: int = DEFAULT_BLOCK_SIZE, max_order: int = 12) -> None:
+def write_draft_dir(
+    directory: Path, block_size: int = DEFAULT_BLOCK_SIZE, max_order: int = 12, tools: bool = False
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     config = {
         "architectures": ["K26LabNGramDrafter"],
@@ -32,7 +34,7 @@ def write_draft_dir(directory: Path, block_size: int = DEFAULT_BLOCK_SIZE, max_o
         "smoothing": 0.1,
     }
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
-    (directory / CORPUS_FILE).write_text("".join(documents()))
+    (directory / CORPUS_FILE).write_text("".join(documents(tools=tools)))
     write_checksums(directory, [CONFIG_FILE, CORPUS_FILE])
 
 

@@ -20,7 +20,7 @@ from k26ctl.lab.server import ddtree
 from k26ctl.lab.server.drafter import NGramDrafter
 from k26ctl.lab.server.kv_pool import ReqToTokenPool, TokenToKVPool
 from k26ctl.lab.server.model import TinyDecoder
-from k26ctl.lab.server.numerics import Numerics
+from k26ctl.lab.server.numerics import Numerics, ToolArguments
 from k26ctl.lab.server.prefix_cache import PrefixCache
 from k26ctl.lab.server.sampling import Sampling, sample_walk
 from k26ctl.lab.server.tokenizer import ByteTokenizer
@@ -182,6 +182,7 @@ class Engine:
         self.spec = spec
         self.drafter = drafter
         self.tokenizer = ByteTokenizer()
+        self._tool_arguments = ToolArguments(self.tokenizer.encode)
         self.context_length = context_length
         cfg = model.config
         self.req_to_token_pool = ReqToTokenPool(max_running_requests, context_length + spec.verify_width + 8)
@@ -442,6 +443,8 @@ class Engine:
             ] = kept
             req.cached_len += len(kept)
             committed = [tree.tokens[row - 1] for row in accepted] + [bonus]
+            if self.numerics.verify_fault == "tool-arguments":
+                committed = self._tool_argument_fault(req.output_ids, committed)
             for row, token in zip(keep_rows, committed, strict=True):  # row `row` chose the next token
                 req.keep_logprobs(logits[r * width + row], token)
             req.output_ids.extend(committed)
@@ -449,6 +452,15 @@ class Engine:
             new_tokens += len(committed)
             self._finish_if_done(req)
         return StepStats("verify", len(reqs), new_tokens)
+
+    def _tool_argument_fault(self, before: list[int], committed: list[int]) -> list[int]:
+        """The tool-argument fault: at most one accepted draft token (never the bonus, whose KV the next
+        pass writes from its id) committed as the wrong id; its KV row stays the right token's."""
+        spans = self._tool_arguments
+        for i, token in enumerate(committed[:-1]):
+            if spans.corrupt(before + committed[:i], token):
+                return [*committed[:i], spans.wrong_token, *committed[i + 1 :]]
+        return committed
 
     # ---- convenience for tests and benchmarks -----------------------------------------------------
 

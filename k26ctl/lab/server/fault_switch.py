@@ -6,11 +6,11 @@ a file, not an endpoint: the server is started with K26LAB_FAULT_SWITCH=PATH and
 modification time or size changes, polled every 0.2 s). Only whoever can write that file (on the lab
 host, inside its namespace) can flip it; nothing is exposed on the network.
 
-The file holds JSON: `{"verify_fault": "none" | "second-request", "mask_bug": true | false}` (both keys
-optional). A missing file means the settings the server started with. `mask_bug: true` makes the target
-attention backend size its verify mask from the draft block size again (what the unpatched SGLang line
-does), which corrupts every DDTree verify pass whose width exceeds the block. A change takes effect at
-the next scheduler step, never inside one.
+The file holds JSON: `{"verify_fault": "none" | "second-request" | "tool-arguments", "mask_bug": true |
+false}` (both keys optional). A missing file means the settings the server started with. `mask_bug:
+true` makes the target attention backend size its verify mask from the draft block size again (what the
+unpatched SGLang line does), which corrupts every DDTree verify pass whose width exceeds the block. A
+change takes effect at the next scheduler step, never inside one.
 """
 
 from __future__ import annotations

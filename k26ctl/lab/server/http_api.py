@@ -30,6 +30,7 @@ from k26ctl.lab.server.sampling import Sampling
 from k26ctl.lab.server.scheduler import GenRequest, Scheduler
 from k26ctl.lab.server.server_args import LabServerArgs
 from k26ctl.lab.server.tokenizer import ByteTokenizer, render_chat
+from k26ctl.lab.server.tool_calls import PARSERS, message_fields
 
 VERSION = "0.5.15"
 SPECIAL_TEXT = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>", "<|reserved_0|>", "<|reserved_1|>")
@@ -757,13 +758,20 @@ class Handler(BaseHTTPRequestHandler):
             return
         text = self._finished_text(gen)
         reasoning, content = split_reasoning(text) if separate else (None, text)
+        finish = _finish_reason(gen)
+        tool_calls = None
+        tools = body.get("tools")
+        if tools and body.get("tool_choice", "auto") != "none" and st.args.tool_call_parser in PARSERS:
+            content, tool_calls, finish = message_fields(content, tools, finish)
         message = {
             "role": "assistant",
             "content": content,
             "reasoning_content": reasoning or None,
-            "tool_calls": None,
+            "tool_calls": tool_calls,
         }
-        self._whole_response(gen, cid, "chat.completion", created, model, {"message": message})
+        self._whole_response(
+            gen, cid, "chat.completion", created, model, {"message": message}, finish_reason=finish
+        )
 
     def _finished_text(self, gen: GenRequest) -> str:
         """Wait for the request to finish and return its whole output text."""
@@ -773,15 +781,24 @@ class Handler(BaseHTTPRequestHandler):
         return self.state.output_text(gen.req.output_ids if gen.req else [])
 
     def _whole_response(
-        self, gen: GenRequest, cid: str, kind: str, created: int, model: str, output: dict[str, Any]
+        self,
+        gen: GenRequest,
+        cid: str,
+        kind: str,
+        created: int,
+        model: str,
+        output: dict[str, Any],
+        finish_reason: str | None = None,
     ) -> None:
-        """The non-streamed reply: one choice holding `output` (text or message), with usage."""
+        """The non-streamed reply: one choice holding `output` (text or message), with usage. A tool
+        call's answer finishes with `tool_calls` and no matched stop (serving_chat._process_tool_calls)."""
+        finish = finish_reason or _finish_reason(gen)
         choice = {
             "index": 0,
             **output,
             "logprobs": None,
-            "finish_reason": _finish_reason(gen),
-            "matched_stop": gen.matched_stop,
+            "finish_reason": finish,
+            "matched_stop": None if finish == "tool_calls" else gen.matched_stop,
         }
         self._json(
             200,

@@ -13,17 +13,26 @@ Second-request fault (K26LAB_VERIFY_FAULT=second-request): a verify bug subtle e
 detectors. In every verify pass the second request of the batch commits its bonus token from the
 runner-up of its logits row when the top two are within K26LAB_FAULT_GAP logits (default 4.0): one
 plausible wrong token per affected step, in a request that only exists at concurrency 2 or more.
+
+Tool-argument fault (K26LAB_VERIFY_FAULT=tool-arguments): the damage n-gram speculation is reported to do
+to tool calls (`parameter=parameter=` in the arguments) and nowhere else. While a request is inside a
+Kimi K2 tool call's arguments (after `<|tool_call_argument_begin|>`, before `<|tool_call_end|>`), the
+first accepted draft token that is a quote (past the opening `{"`) is committed as `=`: the output
+names the wrong token while the KV cache keeps the right one's row, as a verify that commits the wrong
+id would. The model goes on as if nothing happened, so the call closes with arguments that are not
+JSON, and all other text is verified correctly.
 """
 
 from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-VERIFY_FAULTS = ("none", "second-request")
+VERIFY_FAULTS = ("none", "second-request", "tool-arguments")
 
 
 def _env_float(name: str, default: float | None) -> float | None:
@@ -94,3 +103,33 @@ class Numerics:
         if float(top.values[0] - top.values[1]) < self.fault_gap:
             return int(top.indices[1])
         return None
+
+
+class ToolArguments:
+    """Where a request's output stands in the Kimi K2 tool-call text, by the lab's byte-level token ids."""
+
+    def __init__(self, encode: Callable[[str], list[int]]) -> None:
+        self._begin = encode("<|tool_call_argument_begin|>")
+        self._end = encode("<|tool_call_end|>")
+        self.wrong_token = encode("=")[0]
+        self._quote = encode('"')[0]
+
+    def corrupt(self, ids: list[int], token: int) -> bool:
+        """Whether `token`, committed after `ids`, is the one the fault replaces: a quote past the
+        opening `{"` of an argument span (a begin marker with no end marker after it) that holds no
+        corruption yet."""
+        if token != self._quote:
+            return False
+        begin = _last(ids, self._begin)
+        if begin is None:
+            return False
+        span = ids[begin + len(self._begin) :]
+        return len(span) >= 2 and _last(span, self._end) is None and self.wrong_token not in span
+
+
+def _last(ids: list[int], pattern: list[int]) -> int | None:
+    n = len(pattern)
+    for start in range(len(ids) - n, -1, -1):
+        if ids[start : start + n] == pattern:
+            return start
+    return None

@@ -2,7 +2,8 @@
 
 Environment switches (lab only): K26LAB_UNVISITED=nan|stale, K26LAB_BUG_SCOPE=all|mask-only,
 K26LAB_NEAR_TIE_RATE=R (near-tie argmax flips that depend on the batch shape; K26LAB_NEAR_TIE_GAP,
-K26LAB_NEAR_TIE_SEED), K26LAB_VERIFY_FAULT=none|second-request (K26LAB_FAULT_GAP; see lab/server/numerics.py),
+K26LAB_NEAR_TIE_SEED), K26LAB_VERIFY_FAULT=none|second-request|tool-arguments (K26LAB_FAULT_GAP;
+see lab/server/numerics.py),
 K26LAB_FAULT_SWITCH=PATH (verify fault or mask bug on and off while serving: lab/server/fault_switch.py),
 K26LAB_LOAD_SECONDS=N (stretch loading to N seconds), K26LAB_FAULT=exit-during-load|scheduler-crash|
 hang|malformed, K26LAB_HEALTH_TIMEOUT (seconds, default 20). SGLANG_DDTREE_MAX_TOPK caps the DDTree

@@ -1,7 +1,8 @@
 """Train the lab model and write the shipped checkpoint: `python -m k26ctl.lab.train`.
 
 Bitwise reproducible: one thread, fixed seed, deterministic data order. The default run takes about
-a minute and a half on one core. The drafter's n-gram corpus is written next to it.
+a minute and a half on one core. The drafter's n-gram corpus is written next to it. `--tools` adds
+the tool-call chats and writes the k26lab-tiny-tools checkpoint (and its drafter) instead.
 """
 
 from __future__ import annotations
@@ -19,12 +20,19 @@ from k26ctl.lab.server.corpus import documents
 from k26ctl.lab.server.drafter import write_draft_dir
 from k26ctl.lab.server.model import ModelConfig, TinyDecoder
 from k26ctl.lab.server.tokenizer import ByteTokenizer
-from k26ctl.lab.server.weights import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, save_model, sha256_file
+from k26ctl.lab.server.weights import (
+    DEFAULT_DRAFT_DIR,
+    DEFAULT_MODEL_DIR,
+    TOOLS_DRAFT_DIR,
+    TOOLS_MODEL_DIR,
+    save_model,
+    sha256_file,
+)
 
 
-def token_stream(seed: int, repeats: int) -> torch.Tensor:
+def token_stream(seed: int, repeats: int, tools: bool = False) -> torch.Tensor:
     tok = ByteTokenizer()
-    docs = documents()
+    docs = documents(tools=tools)
     rng = random.Random(seed)
     ids: list[int] = []
     for _ in range(repeats):
@@ -36,11 +44,11 @@ def token_stream(seed: int, repeats: int) -> torch.Tensor:
 
 
 def train(
-    steps: int, batch: int, seq_len: int, lr: float, seed: int, log_every: int = 50
+    steps: int, batch: int, seq_len: int, lr: float, seed: int, log_every: int = 50, tools: bool = False
 ) -> tuple[TinyDecoder, float]:
     torch.set_num_threads(1)
     torch.manual_seed(seed)
-    stream = token_stream(seed, repeats=20)
+    stream = token_stream(seed, repeats=20, tools=tools)
     model = TinyDecoder(ModelConfig())
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     gen = torch.Generator().manual_seed(seed)
@@ -79,12 +87,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--out", type=Path, default=DEFAULT_MODEL_DIR)
     parser.add_argument("--draft-out", type=Path, default=DEFAULT_DRAFT_DIR)
+    parser.add_argument(
+        "--tools",
+        action="store_true",
+        help="add the tool-call chats (data/tools.txt): the k26lab-tiny-tools checkpoint",
+    )
     args = parser.parse_args(argv)
+    if args.tools and args.out == DEFAULT_MODEL_DIR:
+        args.out, args.draft_out = TOOLS_MODEL_DIR, TOOLS_DRAFT_DIR
     started = time.monotonic()
-    model, loss = train(args.steps, args.batch, args.seq_len, args.lr, args.seed)
+    model, loss = train(args.steps, args.batch, args.seq_len, args.lr, args.seed, tools=args.tools)
     elapsed = time.monotonic() - started
     save_model(model, args.out)
-    write_draft_dir(args.draft_out)
+    write_draft_dir(args.draft_out, tools=args.tools)
     weights = args.out / "model.pt"
     print(
         f"trained {args.steps} steps in {elapsed:.1f} s, final loss {loss:.4f}; "

@@ -10,9 +10,23 @@ import torch
 
 from k26ctl.errors import ConfigError
 from k26ctl.lab.server.model import ModelConfig, TinyDecoder
-from k26ctl.lab.server.paths import DEFAULT_DRAFT_DIR, DEFAULT_MODEL_DIR, WEIGHTS_ROOT
+from k26ctl.lab.server.paths import (
+    DEFAULT_DRAFT_DIR,
+    DEFAULT_MODEL_DIR,
+    TOOLS_DRAFT_DIR,
+    TOOLS_MODEL_DIR,
+    WEIGHTS_ROOT,
+)
 
-__all__ = ["DEFAULT_DRAFT_DIR", "DEFAULT_MODEL_DIR", "WEIGHTS_ROOT", "load_model", "save_model"]
+__all__ = [
+    "DEFAULT_DRAFT_DIR",
+    "DEFAULT_MODEL_DIR",
+    "TOOLS_DRAFT_DIR",
+    "TOOLS_MODEL_DIR",
+    "WEIGHTS_ROOT",
+    "load_model",
+    "save_model",
+]
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.pt"
