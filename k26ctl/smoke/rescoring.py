@@ -40,6 +40,16 @@ Three pieces of evidence, per answer and for the whole run:
    P = 3.2e-5). Clipping at the floor keeps one honestly drawn rare token from weighing more than
    |floor| / sqrt(V); such tokens are test 2's business.
 
+4. Departures from a sure choice. Where the target is sure at temperature T (its top token has
+   p_T(top) > 1 - `delta`), a correct sampler leaves that top token with probability 1 - p_T(top) < delta.
+   Over the positions of a run that are sure in this sense, the count D of tokens that are not the
+   top one is again a sum of Bernoullis, of mean at most mu = the sum of their 1 - p_T(top) (read at
+   the bound that favours the server), and the run fails when P(Poisson(mu) >= D) < `alpha`. A fault
+   that commits a runner-up where the top two are a few logits apart (the lab's second-request fault:
+   within 4 logits, so p_T(runner-up) down to about 0.3 % at T = 0.7) leaves such a sure position
+   every time it strikes; a correct sampler does so with probability under delta. Test 3 sees these
+   tokens too, but spreads them over the variance of every uncertain position of the answer.
+
 A server that cannot return log-probabilities (DFlash and DDTree refuse `return_logprob` in 0.5.15)
 gets a named reason and no verdict, never a silent pass.
 """
@@ -86,12 +96,14 @@ class RescoreRule:
     alpha: float = 1e-4  # test 2: a correct sampler fails a run with at most this probability
     z_answer: float = -4.5  # test 3, one answer
     z_run: float = -4.0  # test 3, all sampled tokens of the run
+    delta: float = 0.05  # test 4: a position is sure when its top token has p_T > 1 - delta
 
     def describe(self) -> str:
         return (
             f"decode vs rescore within {self.max_token_diff:g} nats (at most {self.max_diff_tokens} over "
             f"per answer); tokens under p={self.epsilon:g} at most {self.alpha:g} likely from a correct "
-            f"sampler; surprise z above {self.z_answer:g} per answer and {self.z_run:g} per run"
+            f"sampler; surprise z above {self.z_answer:g} per answer and {self.z_run:g} per run; "
+            f"departures from a top token over p={1 - self.delta:g} at most {self.alpha:g} likely"
         )
 
 
@@ -109,6 +121,9 @@ class AnswerRescore:
     variance: float = 0.0  # V
     slack: float = 0.0
     first_low: int | None = None  # position of the first very unlikely token
+    departures: int = 0  # tokens other than the top one where the top has p_T > 1 - delta
+    departures_expected: float = 0.0  # mu: the most a correct sampler would draw there on average
+    first_departure: int | None = None
     decode_reported: bool = True
 
     @property
@@ -203,6 +218,15 @@ def score_answer(
         if mine < log_eps:
             out.low_tokens += 1
             out.first_low = k if out.first_low is None else out.first_low
+        # departures from a sure top token: the top's p_T at its lower bound, so 1 - p_T(top) (the
+        # chance a correct sampler leaves it) at its upper bound; a position is sure on that bound
+        top_token = max(logp, key=lambda i: logp[i])
+        leave = 1.0 - math.exp(logp[top_token] + lower)
+        if leave < rule.delta:
+            out.departures_expected += leave
+            if token != top_token and logp[token] < logp[top_token]:
+                out.departures += 1
+                out.first_departure = k if out.first_departure is None else out.first_departure
         # clipped surprise over the known tokens renormalised to 1 - tail; the tail at the floor, which
         # can only raise the expectation (S is biased low by at most tail x |floor|: the slack)
         weights = {i: math.exp(v) * (1.0 - tail) for i, v in logp.items()}
@@ -242,6 +266,19 @@ class RescoreReport:
         return poisson_tail(self.low_tokens, self.low_expected)
 
     @property
+    def departures(self) -> int:
+        return sum(a.departures for a in self.answers)
+
+    @property
+    def departures_expected(self) -> float:
+        return sum(a.departures_expected for a in self.answers)
+
+    @property
+    def departure_tail(self) -> float:
+        """How likely a correct sampler leaves a sure top token this often (or more)."""
+        return poisson_tail(self.departures, self.departures_expected)
+
+    @property
     def surprise_z(self) -> float:
         """The run's z over all its sampled tokens."""
         variance = sum(a.variance for a in self.answers)
@@ -260,7 +297,12 @@ class RescoreReport:
 
     @property
     def passed(self) -> bool:
-        return not self.diff_failures() and self.low_tail >= self.rule.alpha and not self.surprise_fails
+        return (
+            not self.diff_failures()
+            and self.low_tail >= self.rule.alpha
+            and not self.surprise_fails
+            and self.departure_tail >= self.rule.alpha
+        )
 
     @property
     def verdict(self) -> str:
@@ -279,7 +321,9 @@ class RescoreReport:
             f"rescoring {self.verdict}: {self.tokens} sampled tokens, {self.low_tokens} under "
             f"p={self.rule.epsilon:g} (a correct sampler: {self.low_expected:.2f} expected, "
             f"P={self.low_tail:.2g}), surprise z {self.surprise_z:.1f} (lowest answer "
-            f"{min((a.z for a in self.answers), default=0.0):.1f}), "
+            f"{min((a.z for a in self.answers), default=0.0):.1f}), {self.departures} departures from a "
+            f"top token over p={1 - self.rule.delta:g} ({self.departures_expected:.2f} expected, "
+            f"P={self.departure_tail:.2g}), "
             f"{sum(a.diff_tokens for a in self.answers)} decode/rescore differences over "
             f"{self.rule.max_token_diff:g} nats"
         )
@@ -295,6 +339,9 @@ class RescoreReport:
             "low_expected": round(self.low_expected, 4),
             "low_tail": self.low_tail,
             "surprise_z": round(self.surprise_z, 3),
+            "departures": self.departures,
+            "departures_expected": round(self.departures_expected, 4),
+            "departure_tail": self.departure_tail,
             "elapsed_s": round(self.elapsed, 3),
             "rule": {
                 "max_token_diff": self.rule.max_token_diff,
@@ -304,6 +351,7 @@ class RescoreReport:
                 "alpha": self.rule.alpha,
                 "z_answer": self.rule.z_answer,
                 "z_run": self.rule.z_run,
+                "delta": self.rule.delta,
             },
             "answers": [
                 {
@@ -317,6 +365,9 @@ class RescoreReport:
                     "low_tokens": a.low_tokens,
                     "low_expected": round(a.low_expected, 4),
                     "first_low": a.first_low,
+                    "departures": a.departures,
+                    "departures_expected": round(a.departures_expected, 4),
+                    "first_departure": a.first_departure,
                     "surprise": round(a.surprise, 3),
                     "variance": round(a.variance, 3),
                     "z": round(a.z, 3),

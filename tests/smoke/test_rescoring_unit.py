@@ -131,3 +131,53 @@ def test_no_answers_or_no_logprobs_is_a_named_skip_never_a_pass() -> None:
     assert "does not return" in skipped("the server does not return log-probabilities").summary()
     report = run_rescoring(_Refusing(), [], concurrency=2)
     assert report.verdict == "skipped" and not report.flushed and "refused" in (report.note or "")
+
+
+def _sure_rows(rng: random.Random, n: int) -> list[list[float]]:
+    """Positions where the target is mostly sure: a top token, a runner-up 1-8 logits below it, the rest
+    far below (the shape of a small trained model's rows)."""
+    rows = []
+    for _ in range(n):
+        logits = [0.0, -rng.uniform(1.0, 8.0)] + [-rng.uniform(9.0, 14.0) for _ in range(VOCAB - 2)]
+        lse = math.log(sum(math.exp(v) for v in logits))
+        rows.append([v - lse for v in logits])
+    return rows
+
+
+def _sure_answer(rng: random.Random, n: int, fault_every: int) -> tuple[SampledAnswer, Rescored]:
+    """Correct draws, except that every `fault_every`-th position whose top two are within 4 logits
+    commits the runner-up (the lab's second-request fault; 0: never)."""
+    rows = _sure_rows(rng, n)
+    out: list[int] = []
+    near = 0
+    for row in rows:
+        p = [math.exp(v) for v in _scaled(row)]
+        token = rng.choices(range(VOCAB), weights=p)[0]
+        if fault_every and row[0] - row[1] < 4.0:
+            near += 1
+            token = 1 if near % fault_every == 0 else token
+        out.append(token)
+    decode: list[float | None] = [_scaled(row)[t] for row, t in zip(rows, out, strict=True)]
+    rescored: Rescored = [
+        (row[t], [(v, i) for i, v in enumerate(row)]) for row, t in zip(rows, out, strict=True)
+    ]
+    return SampledAnswer("p", 0, T, [1, 2, 3], out, decode), rescored
+
+
+def test_sure_positions_left_by_a_correct_sampler_stay_within_the_bound() -> None:
+    for seed in range(5):
+        rng = random.Random(100 + seed)
+        report = _report([_sure_answer(rng, 300, 0) for _ in range(10)])
+        assert report.departures_expected > 5.0  # the test has something to count
+        assert report.departure_tail >= RescoreRule().alpha, report.summary()
+        assert report.verdict == "pass", report.summary()
+
+
+def test_a_runner_up_now_and_then_at_sure_positions_fails_on_departures() -> None:
+    rng = random.Random(11)
+    report = _report([_sure_answer(rng, 300, 4) for _ in range(10)])
+    assert report.departures > report.departures_expected
+    assert report.departure_tail < RescoreRule().alpha, report.summary()
+    assert report.low_tail >= RescoreRule().alpha  # no token is anywhere near impossible
+    assert report.verdict == "fail"
+    assert report.to_json()["departures"] == report.departures
