@@ -1,17 +1,18 @@
 """Calibration of the rescoring probes (sampled answers) at one temperature, and their cost.
 
 Usage: python benchmarks/rescore_calibration.py [--temperature 0.7] [--runs 20] [--broken-runs 3]
-                                                [--relaxed 0.9 0.5 0.3 0.1 0.03 0.01] [--json FILE]
+                                                [--relaxed 0.9 0.5 ... 0.001 0] [--json FILE]
 
 Every run starts a fresh lab server and runs the lab suite with its sampled temperature replaced by
 --temperature, at concurrency 2, with a seed of its own (the lab draws from the request's seed, as
 SGLang does under deterministic inference; a fresh seed per run makes the runs independent). Only the
 rescoring verdict is counted here (the text detectors and greedy probes have their own calibrations).
 
-Healthy: none, ddtree-b7, ddtree-b16-patched (--runs each). Broken: every lab fault variant
-(--broken-runs each). Relaxed: ddtree-b7 with --speculative-accept-threshold-acc A (and -single A),
+Healthy: none, ddtree-b7, ddtree-b16-patched (--runs each). Broken: every lab fault variant of
+benchmarks/_lab_faults.py (--broken-runs each). Relaxed: ddtree-b7 with --speculative-accept-threshold-acc A (and -single A),
 for each A of --relaxed: from which relaxation the rescoring catches a lossy server.
-Cost: rescoring wall time per sampled answer, and against the generation phase of the same run.
+Cost: rescoring wall time per sampled answer, the paired redraws' per drawn answer, and both against
+the suite's generation phase of the same runs.
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def one_run(
         "diff_tokens": sum(a.diff_tokens for a in rescoring.answers),
         "max_diff": max((a.max_diff for a in rescoring.answers), default=0.0),
         "diff_failures": len(rescoring.diff_failures()),
+        "departures": rescoring.departures,
+        "departures_expected": rescoring.departures_expected,
+        "departure_tail": rescoring.departure_tail,
+        "redrawn": rescoring.redrawn,
+        "redraw_s": rescoring.redraw_seconds,
         "rescore_s": rescoring.elapsed,
         "generation_s": report.generation_seconds,
         "smoke_passed": report.passed,
@@ -79,6 +85,8 @@ def evidence(row: dict[str, Any], rule: RescoreRule) -> list[str]:
         parts.append("unlikely tokens")
     if row["min_answer_z"] < rule.z_answer or row["surprise_z"] < rule.z_run:
         parts.append("surprise")
+    if row.get("departure_tail", 1.0) < rule.alpha:
+        parts.append("departures")
     return parts
 
 
@@ -86,16 +94,19 @@ def table(title: str, results: dict[str, list[dict[str, Any]]], want: str, rule:
     print(f"\n## {title}")
     print(
         f"| configuration | runs {want} | unlikely tokens/run (max) | expected (mean) | run z (min) "
-        "| lowest answer z (min) | decode-rescore diff max (nats) | evidence |"
+        "| lowest answer z (min) | decode-rescore diff max (nats) | departures/run (max) | expected (mean) "
+        "| departure P (min) | evidence |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for label, rows in results.items():
         hit = sum(bool(evidence(r, rule)) == (want == "failed") for r in rows)
         print(
             f"| {label} | {hit}/{len(rows)} | {max(r['low_tokens'] for r in rows)} | "
             f"{statistics.mean(r['low_expected'] for r in rows):.3f} | "
             f"{min(r['surprise_z'] for r in rows):.1f} | {min(r['min_answer_z'] for r in rows):.1f} | "
-            f"{max(r['max_diff'] for r in rows):.3f} | "
+            f"{max(r['max_diff'] for r in rows):.3f} | {max(r.get('departures', 0) for r in rows)} | "
+            f"{statistics.mean(r.get('departures_expected', 0.0) for r in rows):.2f} | "
+            f"{min(r.get('departure_tail', 1.0) for r in rows):.2g} | "
             f"{'; '.join(sorted({', '.join(evidence(r, rule)) or '-' for r in rows}))} |"
         )
 
@@ -113,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--broken-runs", type=int, default=3)
-    parser.add_argument("--relaxed", nargs="*", type=float, default=[0.9, 0.5, 0.3, 0.1, 0.03, 0.01])
+    parser.add_argument(
+        "--relaxed", nargs="*", type=float, default=[0.9, 0.5, 0.3, 0.1, 0.03, 0.01, 0.001, 0.0]
+    )
     parser.add_argument("--relaxed-runs", type=int, default=3)
     parser.add_argument("--only", choices=["healthy", "broken", "relaxed"], default=None)
     parser.add_argument("--json", type=Path, default=None)
@@ -122,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         "--z-answer", type=float, default=RULE.z_answer, help="Re-judge --summarise with this."
     )
     parser.add_argument("--z-run", type=float, default=RULE.z_run, help="Re-judge --summarise with this.")
+    parser.add_argument("--alpha", type=float, default=RULE.alpha, help="Re-judge --summarise with this.")
     args = parser.parse_args(argv)
     if args.summarise is not None:
-        rule = RescoreRule(z_answer=args.z_answer, z_run=args.z_run)
+        rule = RescoreRule(z_answer=args.z_answer, z_run=args.z_run, alpha=args.alpha)
         summarise(json.loads(args.summarise.read_text()), rule)
         return 0
     t = args.temperature
@@ -178,13 +192,19 @@ def summarise(record: dict[str, Any], rule: RescoreRule = RULE) -> None:
         )
     rows = [r for group in record.values() if isinstance(group, dict) for rs in group.values() for r in rs]
     if rows:
-        per_answer = sum(r["rescore_s"] for r in rows) / max(1, sum(r["answers"] for r in rows))
-        ratio = sum(r["rescore_s"] for r in rows) / max(1e-9, sum(r["generation_s"] for r in rows))
-        tokens = sum(r["tokens"] for r in rows) / max(1, sum(r["answers"] for r in rows))
+        answers = max(1, sum(r["answers"] for r in rows))
+        per_answer = sum(r["rescore_s"] for r in rows) / answers
+        redraw = sum(r.get("redraw_s", 0.0) for r in rows)
+        redrawn = sum(r.get("redrawn", 0) for r in rows)
+        ratio = sum(r["rescore_s"] + r.get("redraw_s", 0.0) for r in rows) / max(
+            1e-9, sum(r["generation_s"] for r in rows)
+        )
+        tokens = sum(r["tokens"] for r in rows) / answers
         print(
             f"\n## Cost\nrescoring {per_answer * 1000:.0f} ms per sampled answer ({tokens:.0f} tokens on "
-            f"average, one prefill request each, flush included) over {len(rows)} runs; "
-            f"{ratio:.2f}x the generation phase of the same runs"
+            f"average, one prefill request each, flush included) over {len(rows)} runs; the paired "
+            f"redraws {redraw / max(1, redrawn) * 1000:.0f} ms per drawn answer ({redrawn} drawn); "
+            f"redraws and rescoring together {ratio:.2f}x the suite's generation phase in the same runs"
         )
 
 

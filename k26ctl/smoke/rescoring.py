@@ -246,7 +246,9 @@ class RescoreReport:
     answers: list[AnswerRescore] = field(default_factory=list)
     rule: RescoreRule = field(default_factory=RescoreRule)
     note: str | None = None
-    elapsed: float = 0.0
+    elapsed: float = 0.0  # flush and rescoring
+    redrawn: int = 0  # of the answers, how many the probes drew themselves (paired redraws)
+    redraw_seconds: float = 0.0
 
     @property
     def tokens(self) -> int:
@@ -343,6 +345,8 @@ class RescoreReport:
             "departures_expected": round(self.departures_expected, 4),
             "departure_tail": self.departure_tail,
             "elapsed_s": round(self.elapsed, 3),
+            "redrawn": self.redrawn,
+            "redraw_s": round(self.redraw_seconds, 3),
             "rule": {
                 "max_token_diff": self.rule.max_token_diff,
                 "max_diff_tokens": self.rule.max_diff_tokens,

@@ -519,8 +519,11 @@ def run_smoke(
         if rescore and has_sampled:
             if mode is not None and mode.sampled:
                 refusal = options.probe_flush() if options.probe_flush is not None else None
+                redraw_started = time.monotonic()
                 redraws = _redraw(client, pairs, suite, model, mode, options.rescoring_redraws)
+                redraw_seconds = time.monotonic() - redraw_started
                 rescoring = _run_rescoring(client, pairs + redraws, concurrency, refusal)
+                rescoring.redrawn, rescoring.redraw_seconds = len(redraws), redraw_seconds
             else:
                 rescoring = rescoring_skipped(rescore_note or "the server does not return log-probabilities")
         health_after = client.health_status()
