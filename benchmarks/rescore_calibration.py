@@ -9,8 +9,9 @@ SGLang does under deterministic inference; a fresh seed per run makes the runs i
 rescoring verdict is counted here (the text detectors and greedy probes have their own calibrations).
 
 Healthy: none, ddtree-b7, ddtree-b16-patched (--runs each). Broken: every lab fault variant of
-benchmarks/_lab_faults.py (--broken-runs each). Relaxed: ddtree-b7 with --speculative-accept-threshold-acc A (and -single A),
-for each A of --relaxed: from which relaxation the rescoring catches a lossy server.
+benchmarks/_lab_faults.py (--broken-runs each). Relaxed: ddtree-b7 with
+--speculative-accept-threshold-acc A (and -single A), for each A of --relaxed: from which relaxation
+the rescoring catches a lossy server.
 Cost: rescoring wall time per sampled answer, the paired redraws' per drawn answer, and both against
 the suite's generation phase of the same runs.
 """
@@ -58,6 +59,8 @@ def one_run(
         "low_tail": rescoring.low_tail,
         "surprise_z": rescoring.surprise_z,
         "min_answer_z": min((a.z for a in rescoring.answers), default=0.0),
+        "surprise_run_tail": rescoring.surprise_run_tail,
+        "surprise_answer_tail": rescoring.surprise_answer_tail,
         "diff_tokens": sum(a.diff_tokens for a in rescoring.answers),
         "max_diff": max((a.max_diff for a in rescoring.answers), default=0.0),
         "diff_failures": len(rescoring.diff_failures()),
@@ -83,7 +86,8 @@ def evidence(row: dict[str, Any], rule: RescoreRule) -> list[str]:
         parts.append("decode/rescore")
     if row["low_tail"] < rule.alpha:
         parts.append("unlikely tokens")
-    if row["min_answer_z"] < rule.z_answer or row["surprise_z"] < rule.z_run:
+    per_answer = rule.alpha / max(1, row["answers"])
+    if row["surprise_answer_tail"] < per_answer or row["surprise_run_tail"] < rule.alpha:
         parts.append("surprise")
     if row.get("departure_tail", 1.0) < rule.alpha:
         parts.append("departures")
@@ -94,16 +98,19 @@ def table(title: str, results: dict[str, list[dict[str, Any]]], want: str, rule:
     print(f"\n## {title}")
     print(
         f"| configuration | runs {want} | unlikely tokens/run (max) | expected (mean) | run z (min) "
-        "| lowest answer z (min) | decode-rescore diff max (nats) | departures/run (max) | expected (mean) "
+        "| lowest answer z (min) | surprise P run / answer (min) | decode-rescore diff max (nats) "
+        "| departures/run (max) | expected (mean) "
         "| departure P (min) | evidence |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, rows in results.items():
         hit = sum(bool(evidence(r, rule)) == (want == "failed") for r in rows)
         print(
             f"| {label} | {hit}/{len(rows)} | {max(r['low_tokens'] for r in rows)} | "
             f"{statistics.mean(r['low_expected'] for r in rows):.3f} | "
             f"{min(r['surprise_z'] for r in rows):.1f} | {min(r['min_answer_z'] for r in rows):.1f} | "
+            f"{min(r['surprise_run_tail'] for r in rows):.2g} / "
+            f"{min(r['surprise_answer_tail'] for r in rows):.2g} | "
             f"{max(r['max_diff'] for r in rows):.3f} | {max(r.get('departures', 0) for r in rows)} | "
             f"{statistics.mean(r.get('departures_expected', 0.0) for r in rows):.2f} | "
             f"{min(r.get('departure_tail', 1.0) for r in rows):.2g} | "
@@ -128,17 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         "--relaxed", nargs="*", type=float, default=[0.9, 0.5, 0.3, 0.1, 0.03, 0.01, 0.001, 0.0]
     )
     parser.add_argument("--relaxed-runs", type=int, default=3)
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="Seeds start at 1000, 2000, 3000 plus this (fresh runs)."
+    )
     parser.add_argument("--only", choices=["healthy", "broken", "relaxed"], default=None)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--summarise", type=Path, default=None, metavar="FILE", help="Only print the tables.")
-    parser.add_argument(
-        "--z-answer", type=float, default=RULE.z_answer, help="Re-judge --summarise with this."
-    )
-    parser.add_argument("--z-run", type=float, default=RULE.z_run, help="Re-judge --summarise with this.")
     parser.add_argument("--alpha", type=float, default=RULE.alpha, help="Re-judge --summarise with this.")
     args = parser.parse_args(argv)
     if args.summarise is not None:
-        rule = RescoreRule(z_answer=args.z_answer, z_run=args.z_run, alpha=args.alpha)
+        rule = RescoreRule(alpha=args.alpha)
         summarise(json.loads(args.summarise.read_text()), rule)
         return 0
     t = args.temperature
@@ -147,16 +153,22 @@ def main(argv: list[str] | None = None) -> int:
         for profile, patched in HEALTHY:
             rows = []
             for seed in range(args.runs):
-                rows.append(one_run(profile, patched, [], {}, t, 1000 + seed))
-                print(f"  healthy {profile} seed {1000 + seed}: {json.dumps(rows[-1])}", flush=True)
+                rows.append(one_run(profile, patched, [], {}, t, 1000 + args.first_seed + seed))
+                print(
+                    f"  healthy {profile} seed {1000 + args.first_seed + seed}: {json.dumps(rows[-1])}",
+                    flush=True,
+                )
                 record["healthy"][profile] = rows
                 _save(args.json, record)
     if args.only in (None, "broken"):
         for label, (profile, overrides, env) in BROKEN.items():
             rows = []
             for seed in range(args.broken_runs):
-                rows.append(one_run(profile, False, overrides, env, t, 2000 + seed))
-                print(f"  broken {label} seed {2000 + seed}: {json.dumps(rows[-1])}", flush=True)
+                rows.append(one_run(profile, False, overrides, env, t, 2000 + args.first_seed + seed))
+                print(
+                    f"  broken {label} seed {2000 + args.first_seed + seed}: {json.dumps(rows[-1])}",
+                    flush=True,
+                )
                 record["broken"][label] = rows
                 _save(args.json, record)
     if args.only in (None, "relaxed"):
@@ -167,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
             ]
             rows = []
             for seed in range(args.relaxed_runs):
-                rows.append(one_run("ddtree-b7", False, flags, {}, t, 3000 + seed))
-                print(f"  relaxed {value} seed {3000 + seed}: {json.dumps(rows[-1])}", flush=True)
+                rows.append(one_run("ddtree-b7", False, flags, {}, t, 3000 + args.first_seed + seed))
+                print(
+                    f"  relaxed {value} seed {3000 + args.first_seed + seed}: {json.dumps(rows[-1])}",
+                    flush=True,
+                )
                 record["relaxed"][f"thresholds {value:g}"] = rows
                 _save(args.json, record)
     _save(args.json, record)

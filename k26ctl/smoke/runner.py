@@ -752,16 +752,18 @@ def _rescoring_findings(rescoring: RescoreReport, results: list[RequestResult]) 
             )
         )
     if rescoring.surprise_fails:
-        worst = min(rescoring.answers, key=lambda a: a.z)
+        bound = abs(rule.floor)
+        worst = min(rescoring.answers, key=lambda a: a.surprise_tail(bound))
         findings.append(
             Finding(
                 "rescore_surprise",
                 worst.z,
-                rule.z_answer,
+                0.0,
                 (0, 0),
                 "",
                 f"the sampled tokens are systematically less likely than a correct sampler's (z = "
-                f"{rescoring.surprise_z:.1f} over the run, {worst.z:.1f} in {worst.name}): the server does "
+                f"{rescoring.surprise_z:.1f} over the run, P = {rescoring.surprise_run_tail:.2g}; "
+                f"{worst.z:.1f} in {worst.name}, P = {worst.surprise_tail(bound):.2g}): the server does "
                 "not sample from the target model",
             )
         )
