@@ -33,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._lab_faults import FAULTS as LAB_FAULTS  # noqa: E402
+from benchmarks._lab_faults import HEALTHY as LAB_HEALTHY  # noqa: E402
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke  # noqa: E402
 from k26ctl.smoke.probes import PassRule  # noqa: E402
 from tests.support.lab_server import lab_server  # noqa: E402
@@ -53,15 +55,8 @@ def passed_under(rule: PassRule, row: dict[str, Any]) -> bool:
     )
 
 
-HEALTHY = [("none", False), ("ddtree-b7", False), ("ddtree-b16-patched", True)]
-BROKEN: dict[str, tuple[str, list[str], dict[str, str]]] = {
-    "b8 unpatched": ("ddtree-b16", ["spec.ddtree.budget=8"], {}),
-    "b12 unpatched": ("ddtree-b16", ["spec.ddtree.budget=12"], {}),
-    "b16 unpatched, NaN rows": ("ddtree-b16", [], {"K26LAB_UNVISITED": "nan"}),
-    "b16 unpatched, stale rows": ("ddtree-b16", [], {"K26LAB_UNVISITED": "stale"}),
-    "b16 mask-only scope": ("ddtree-b16", [], {"K26LAB_BUG_SCOPE": "mask-only", "K26LAB_UNVISITED": "stale"}),
-    "b7 subtle second-request": ("ddtree-b7-subtle", [], {}),
-}
+HEALTHY = LAB_HEALTHY
+BROKEN = LAB_FAULTS
 
 
 def one_run(profile: str, patched: bool, overrides: list[str], env: dict[str, str]) -> dict[str, Any]:

@@ -82,6 +82,9 @@ class SmokeOptions:
     # rescoring probes for sampled answers. None: with the greedy probes, but not asked of a DDTree
     # server (see DDTREE_LOGPROB_NOTE); True asks any server, False never
     rescoring: bool | None = None
+    # the rescoring probes draw every sampled prompt this many times more, the copies of a prompt in
+    # flight together (0: only the suite's own sampled answers are rescored)
+    rescoring_redraws: int = 2
     # lossy-by-design settings the server runs with fail the run instead of warning (smoke.lossless)
     lossless_strict: bool = False
     # the service's environment as the unit sets it (after a deploy), for SGLANG_SIMULATE_ACC_LEN
@@ -292,7 +295,8 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
         "top_logprobs": 0 if sampled else mode.top_logprobs,
         "logprobs": sampled,
         "top_p": mode.top_p if sampled else None,
-        "seed": mode.seed if sampled else None,
+        # a redraw (attempt n) gets a seed of its own, so its copies are not the same draw
+        "seed": mode.seed + job.attempt if sampled and mode.seed is not None else None,
     }
     try:
         if prompt.api == "generate":
@@ -577,7 +581,11 @@ def run_smoke(
         if rescore and has_sampled:
             if mode is not None and mode.sampled:
                 refusal = options.probe_flush() if options.probe_flush is not None else None
-                rescoring = _run_rescoring(client, pairs, concurrency, refusal)
+                redraw_started = time.monotonic()
+                redraws = _redraw(client, pairs, suite, model, mode, options.rescoring_redraws)
+                redraw_seconds = time.monotonic() - redraw_started
+                rescoring = _run_rescoring(client, pairs + redraws, concurrency, refusal)
+                rescoring.redrawn, rescoring.redraw_seconds = len(redraws), redraw_seconds
             else:
                 rescoring = rescoring_skipped(rescore_note or "the server does not return log-probabilities")
         health_after = client.health_status()
@@ -729,6 +737,30 @@ def _run_probes(
     return report
 
 
+def _redraw(
+    client: SGLangClient,
+    pairs: list[tuple[_Job, RequestResult]],
+    suite: Suite,
+    model: str,
+    mode: _TokenMode,
+    copies: int,
+) -> list[tuple[_Job, RequestResult]]:
+    """Every sampled prompt drawn `copies` more times, its copies sent together and the next prompt's
+    only once they are all back: the copies share every verify pass, so a verify fault that strikes
+    only one request of a batch (the second, the last...) lands on one of them, whichever prompt the
+    suite happened to pair it with."""
+    if copies <= 0:
+        return []
+    drawn: list[tuple[_Job, RequestResult]] = []
+    sampled = [job for job, _ in pairs if job.temperature > 0 and job.attempt == 0]
+    with ThreadPoolExecutor(max_workers=max(2, copies), thread_name_prefix="redraw") as pool:
+        for job in sampled:
+            group = [_Job(job.prompt, job.temperature, job.attempt + n) for n in range(1, copies + 1)]
+            results = pool.map(lambda j: _send(client, j, suite, model, mode), group)
+            drawn += zip(group, results, strict=True)
+    return drawn
+
+
 def _run_rescoring(
     client: SGLangClient,
     pairs: list[tuple[_Job, RequestResult]],
@@ -794,17 +826,34 @@ def _rescoring_findings(rescoring: RescoreReport, results: list[RequestResult]) 
             )
         )
     if rescoring.surprise_fails:
-        worst = min(rescoring.answers, key=lambda a: a.z)
+        bound = abs(rule.floor)
+        worst = min(rescoring.answers, key=lambda a: a.surprise_tail(bound))
         findings.append(
             Finding(
                 "rescore_surprise",
                 worst.z,
-                rule.z_answer,
+                0.0,
                 (0, 0),
                 "",
                 f"the sampled tokens are systematically less likely than a correct sampler's (z = "
-                f"{rescoring.surprise_z:.1f} over the run, {worst.z:.1f} in {worst.name}): the server does "
+                f"{rescoring.surprise_z:.1f} over the run, P = {rescoring.surprise_run_tail:.2g}; "
+                f"{worst.z:.1f} in {worst.name}, P = {worst.surprise_tail(bound):.2g}): the server does "
                 "not sample from the target model",
+            )
+        )
+    if rescoring.departure_tail < rule.alpha:
+        worst = max(rescoring.answers, key=lambda a: a.departures - a.departures_expected)
+        findings.append(
+            Finding(
+                "rescore_departures",
+                float(rescoring.departures),
+                rescoring.departures_expected,
+                (0, 0),
+                "",
+                f"{rescoring.departures} sampled tokens left a top token the target gives over "
+                f"{1 - rule.delta:g} where a correct sampler leaves it {rescoring.departures_expected:.2f} "
+                f"times on average (P = {rescoring.departure_tail:.2g}; most in {worst.name}, first at "
+                f"token {worst.first_departure}): the server commits runner-ups the target would rarely draw",
             )
         )
     if not rescoring.flushed:

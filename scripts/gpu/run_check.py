@@ -2,7 +2,8 @@
 
 usage (on the GPU machine, after `source scripts/gpu/env.sh`; see scripts/gpu/README.md):
   python3 scripts/gpu/run_check.py --models DIR --out DIR [--configs a,b,...] [--deadline S]
-                                   [--reference DIR] [--previous FILE]
+                                   [--reference DIR] [--previous FILE] [--temperature 0.7]
+  python3 scripts/gpu/run_check.py --url URL --out DIR [--configs NAME]   (dry check: smoke only)
   python3 scripts/gpu/run_check.py --render FILE.json        (rewrite FILE.md from FILE.json)
 
 One server per configuration, one after another, each started with `python -m sglang.launch_server`
@@ -11,6 +12,9 @@ start-up seconds, tokens/s alone and with 8 in flight, accept length from meta_i
 server, whether its greedy output equals the non-speculative baseline's up to near ties (first
 differing token and the baseline's top-2 log-probability margin there), whether the drafter accepts
 anything, and `k26ctl smoke --url ... --suite lab --json` against it (exit code, findings, warnings).
+Then the sampled pass (--temperature, default 0.7; 0 skips it): the lab suite with every prompt sampled
+at that temperature, `--rescoring`, so the rescoring probes judge the sampled answers (their verdict,
+figures and which of their checks failed go to the configuration's `smoke_sampled`).
 
 The baseline configuration runs first and leaves, in --out, reference.json (its greedy token ids and
 top-2 margins) and smoke-baseline.json (k26ctl's own baseline): later runs read them from
@@ -283,15 +287,78 @@ def compare(ids: dict[str, list[int]], reference: dict[str, Any]) -> tuple[bool 
     return all(r["same"] or r["near_tie"] for r in rows), rows
 
 
-def smoke(config: Config, run: Run) -> dict[str, Any]:
+def sampled_suite(lab_yaml: str, temperature: float) -> str:
+    """The lab suite with every prompt sampled at `temperature` only (no greedy answers, no determinism
+    repeats): the T > 0 pass, judged by the text detectors and the rescoring probes. Raises ValueError
+    when the suite's layout is not the one this edits (a changed suite must be looked at, not guessed)."""
+    edits = [
+        (r"^name: lab$", f"name: lab-t{temperature:g}"),
+        (r"^temperatures: \[[0-9., ]*\]$", f"temperatures: [{temperature:g}]"),
+        (r"^determinism: true$", "determinism: false"),
+    ]
+    for pattern, line in edits:
+        lab_yaml, found = re.subn(pattern, line, lab_yaml, count=1, flags=re.MULTILINE)
+        if not found:
+            raise ValueError(f"the lab suite has no line matching {pattern!r}")
+    if re.search(r"^\s+temperatures:", lab_yaml, flags=re.MULTILINE):
+        raise ValueError("a lab prompt sets its own temperatures")
+    return lab_yaml
+
+
+def _lab_suite_text() -> str:
+    import k26ctl.smoke
+
+    return (Path(k26ctl.smoke.__file__).parent / "suites" / "lab.yaml").read_text()
+
+
+def rescoring_summary(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The rescoring probes' verdict and figures from a smoke --json report, and which of their checks
+    failed (the `rescore_*` findings)."""
+    rescoring = report.get("rescoring")
+    if not isinstance(rescoring, dict):
+        return None
+    findings = [f for r in report.get("results", []) for f in r.get("findings", [])]
+    findings += report.get("suite_findings", [])
+    keys: tuple[str, ...] = (
+        "verdict",
+        "note",
+        "tokens",
+        "low_tokens",
+        "low_expected",
+        "low_tail",
+        "surprise_z",
+    )
+    keys += ("departures", "departures_expected", "departure_tail", "redrawn", "redraw_s", "elapsed_s")
+    out = {k: rescoring.get(k) for k in keys}
+    out["answers"] = len(rescoring.get("answers") or [])
+    out["min_answer_z"] = min((a.get("z", 0.0) for a in rescoring.get("answers") or []), default=None)
+    out["evidence"] = sorted(
+        {f["detector"] for f in findings if f["detector"].startswith("rescore_") and f["severity"] == "fail"}
+    )
+    return out
+
+
+def smoke(config: Config, run: Run, temperature: float = 0.0) -> dict[str, Any]:
+    """`k26ctl smoke --suite lab` against the server; at a temperature above 0 the sampled pass instead
+    (sampled_suite), with the rescoring probes asked for."""
     out = Path(run.args.out)
-    argv = [sys.executable, "-m", "k26ctl", "smoke", "--url", f"http://127.0.0.1:{run.args.port}"]
-    argv += ["--suite", "lab", "--json"]
+    url = run.args.url or f"http://127.0.0.1:{run.args.port}"
+    argv = [sys.executable, "-m", "k26ctl", "smoke", "--url", url]
     reference = Path(run.args.reference).resolve() / "smoke-baseline.json"
-    if config.name == "baseline":
-        argv += ["--record-baseline", str(out.resolve() / "smoke-baseline.json")]
-    elif reference.exists():
-        argv += ["--baseline", str(reference)]
+    tag = config.name if temperature == 0 else f"{config.name}-t{temperature:g}"
+    if temperature > 0:
+        try:
+            suite_file = LOGS / f"suite-lab-t{temperature:g}.yaml"
+            suite_file.write_text(sampled_suite(_lab_suite_text(), temperature))
+        except (OSError, ValueError) as exc:
+            return {"exit": None, "error": f"no sampled suite: {exc}"}
+        argv += ["--suite", str(suite_file), "--json", "--rescoring"]
+    else:
+        argv += ["--suite", "lab", "--json"]
+        if config.name == "baseline":
+            argv += ["--record-baseline", str(out.resolve() / "smoke-baseline.json")]
+        elif reference.exists():
+            argv += ["--baseline", str(reference)]
     begun = time.monotonic()
     try:
         # cwd: `python -m` puts the working directory first on sys.path, before PYTHONPATH's k26ctl
@@ -300,8 +367,8 @@ def smoke(config: Config, run: Run) -> dict[str, Any]:
         )
     except subprocess.TimeoutExpired:
         return {"exit": None, "error": "k26ctl smoke did not finish in time"}
-    (LOGS / f"smoke-{config.name}.json").write_text(done.stdout)
-    (LOGS / f"smoke-{config.name}.stderr").write_text(done.stderr[-20000:])
+    (LOGS / f"smoke-{tag}.json").write_text(done.stdout)
+    (LOGS / f"smoke-{tag}.stderr").write_text(done.stderr[-20000:])
     result: dict[str, Any] = {
         "exit": done.returncode,
         "seconds": round(time.monotonic() - begun, 1),
@@ -325,6 +392,9 @@ def smoke(config: Config, run: Run) -> dict[str, Any]:
         baseline_exact=baseline.get("exact_match_rate"),
         baseline_near_ties=baseline.get("near_ties"),
     )
+    if temperature > 0:
+        result["temperature"] = temperature
+        result["rescoring"] = rescoring_summary(report)
     return result
 
 
@@ -391,6 +461,8 @@ def measure(config: Config, run: Run, prefill_flag: bool) -> dict[str, Any]:
             result["lossless"] = None if alone_ok is None or batch_ok is None else alone_ok and batch_ok
         result["smoke"] = smoke(config, run)
         result["smoke_exit"] = result["smoke"].get("exit")
+        if run.args.temperature > 0:  # the sampled pass: text detectors and the rescoring probes
+            result["smoke_sampled"] = smoke(config, run, run.args.temperature)
         return result
     finally:
         result["shutdown_s"] = stop(proc)
@@ -462,6 +534,61 @@ def checks(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         all(c["smoke"]["exit"] == 1 for c in clear) if clear else None,
         ", ".join(f"{c['name']} {c['smoke']['exit']}" for c in clear),
     )
+    out += sampled_checks(configs)
+    return out
+
+
+def _rescored(config: dict[str, Any]) -> dict[str, Any]:
+    return (config.get("smoke_sampled") or {}).get("rescoring") or {}
+
+
+def sampled_checks(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sampled pass's rules: lossless configurations pass it (on the rescoring evidence and as a
+    whole), random weights fail it on the rescoring evidence. A configuration whose server would not
+    return log-probabilities (rescoring skipped) is named, not counted."""
+    sampled = [c for c in configs if c.get("smoke_sampled")]
+    if not sampled:
+        return []
+    t = next(
+        (c["smoke_sampled"].get("temperature") for c in sampled if c["smoke_sampled"].get("temperature")),
+        None,
+    )
+    at = f"at temperature {t:g}" if isinstance(t, (int, float)) else "at the sampled temperature"
+    out = []
+    lossless = [c for c in sampled if c.get("lossless")]
+    judged = [c for c in lossless if _rescored(c).get("verdict") in ("pass", "weak-pass", "fail")]
+    unjudged = [c["name"] for c in lossless if c not in judged]
+    detail = ", ".join(f"{c['name']} {_rescored(c).get('verdict')}" for c in judged)
+    if unjudged:
+        detail += f"; not rescored: {', '.join(unjudged)}"
+    out.append(
+        {
+            "rule": f"{at} every lossless configuration passes the rescoring probes",
+            "holds": all(_rescored(c)["verdict"] != "fail" for c in judged) if judged else None,
+            "detail": detail,
+        }
+    )
+    accepting = [c for c in lossless if c.get("drafter_accepts") is not False]
+    out.append(
+        {
+            "rule": f"{at} every lossless configuration whose drafter accepts exits 0",
+            "holds": all(c["smoke_sampled"].get("exit") == 0 for c in accepting) if accepting else None,
+            "detail": ", ".join(f"{c['name']} {c['smoke_sampled'].get('exit')}" for c in accepting),
+        }
+    )
+    random = next((c for c in sampled if c["name"] == "random"), None)
+    if random is not None:
+        r, s = _rescored(random), random["smoke_sampled"]
+        evidence = ", ".join(r.get("evidence") or []) or "none"
+        findings = ", ".join(s.get("findings") or []) or "none"
+        out.append(
+            {
+                "rule": f"{at} random weights fail on the rescoring evidence",
+                "holds": None if r.get("verdict") in (None, "skipped") else r.get("verdict") == "fail",
+                "detail": f"rescoring {r.get('verdict')}, evidence {evidence}; smoke exit {s.get('exit')}, "
+                f"findings {findings}",
+            }
+        )
     return out
 
 
@@ -544,6 +671,7 @@ def render(data: dict[str, Any]) -> str:
         )
     if data.get("note"):
         lines += ["", f"**Note.** {data['note']}"]
+    lines += render_sampled(data["configs"])
     lines += ["", "## The rules, on this run", ""]
     for check in data.get("checks", []):
         mark = {True: "holds", False: "BROKEN", None: "not exercised"}[check["holds"]]
@@ -561,6 +689,42 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_sampled(configs: list[dict[str, Any]]) -> list[str]:
+    """The sampled pass's table (empty when no configuration had one)."""
+    sampled = [c for c in configs if c.get("smoke_sampled")]
+    if not sampled:
+        return []
+    lines = [
+        "",
+        "## Sampled pass: the lab suite at temperature "
+        f"{_fmt(sampled[0]['smoke_sampled'].get('temperature'))}, with the rescoring probes",
+        "",
+        "Every prompt sampled only (`k26ctl smoke --url ... --suite FILE --json --rescoring`, FILE the lab "
+        "suite with `temperatures: [T]`); each sampled prompt drawn twice more in pairs, every answer "
+        "rescored by one prefill (k26ctl/smoke/rescoring.py).",
+        "",
+        "| config | smoke exit | rescoring | answers / tokens | unlikely (expected) | surprise z run / "
+        "lowest answer | departures (expected, P) | rescoring evidence | other failing findings |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in sampled:
+        s, r = c["smoke_sampled"], _rescored(c)
+        others = [f for f in s.get("findings") or [] if not f.startswith("rescore_")]
+        verdict = _fmt(r.get("verdict")) + (f" ({r['note']})" if r.get("note") else "")
+        if s.get("error"):
+            verdict = f"- ({s['error']})"
+        lines.append(
+            f"| {c['name']} | {_fmt(s.get('exit'))} | {verdict.replace('|', '/')[:300]} "
+            f"| {_fmt(r.get('answers'))} / {_fmt(r.get('tokens'))} "
+            f"| {_fmt(r.get('low_tokens'))} ({_fmt(r.get('low_expected'))}) "
+            f"| {_fmt(r.get('surprise_z'))} / {_fmt(r.get('min_answer_z'))} "
+            f"| {_fmt(r.get('departures'))} ({_fmt(r.get('departures_expected'))}, "
+            f"{_fmt(r.get('departure_tail'), '.2g')}) "
+            f"| {', '.join(r.get('evidence') or []) or 'none'} | {', '.join(others) or 'none'} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -575,6 +739,12 @@ def main() -> None:
     parser.add_argument("--previous", help="an earlier real-gpu.json whose results are kept")
     parser.add_argument("--port", type=int, default=30000)
     parser.add_argument("--render", help="rewrite FILE.md from FILE.json and exit")
+    parser.add_argument(
+        "--temperature", type=float, default=0.7, help="the sampled pass's temperature (0: no sampled pass)"
+    )
+    parser.add_argument(
+        "--url", help="judge this running server instead of starting any (a dry check: smoke passes only)"
+    )
     args = parser.parse_args()
     if args.render:
         path = Path(args.render)
@@ -596,6 +766,22 @@ def main() -> None:
         data["configs"] = previous.get("configs", [])
         data["earlier_environment"] = previous.get("environment")
     names = [n for n in args.configs.split(",") if n]
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown and not args.url:
+        raise SystemExit(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+    if args.url:  # a dry check against a running server: the smoke passes only, under the first name
+        config = BY_NAME.get(names[0]) or Config(names[0], "a running server", "")
+        result: dict[str, Any] = {
+            "name": config.name,
+            "what": f"{config.what} (dry check against {args.url})",
+        }
+        result["smoke"] = smoke(config, run)
+        if args.temperature > 0:
+            result["smoke_sampled"] = smoke(config, run, args.temperature)
+        data["configs"] = [c for c in data["configs"] if c.get("name") != config.name] + [result]
+        save(out, data)
+        print(json.dumps(result, indent=1), flush=True)
+        return
     prefill_flag = True
     for i, name in enumerate(names):
         if run.left() < args.min_left:

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -116,3 +118,82 @@ def test_an_answer_identical_alone_but_different_in_a_batch_is_not_lossless() ->
         vs_baseline_batched=rows,
     )  # fmt: skip
     assert check._lossless_cell(config) == "no: alone identical, in a batch of 8 1/6 differ"
+
+
+def _sampled(
+    exit_code: int, verdict: str, evidence: list[str], findings: list[str] | None = None
+) -> dict[str, Any]:
+    return {
+        "exit": exit_code,
+        "temperature": 0.7,
+        "findings": findings if findings is not None else evidence,
+        "rescoring": {"verdict": verdict, "evidence": evidence, "answers": 21, "tokens": 3000},
+    }
+
+
+def test_the_sampled_suite_is_the_lab_suite_sampled_only_and_loads(tmp_path: Path) -> None:
+    from k26ctl.smoke import load_suite
+
+    check = _module()
+    text = check.sampled_suite(check._lab_suite_text(), 0.7)
+    path = tmp_path / "lab-t0.7.yaml"
+    path.write_text(text)
+    suite = load_suite(str(path))
+    lab = load_suite("lab")
+    assert suite.name == "lab-t0.7" and not suite.determinism
+    assert [p.id for p in suite.prompts] == [p.id for p in lab.prompts]
+    assert {t for p in suite.prompts for t in suite.temperatures_for(p)} == {0.7}
+    lab_text = check._lab_suite_text()
+    with pytest.raises(ValueError, match="temperatures"):
+        check.sampled_suite(lab_text.replace("temperatures:", "temps:"), 0.7)
+
+
+def test_sampled_rules_lossless_pass_rescoring_and_random_fails_on_it() -> None:
+    check = _module()
+    data = _data()
+    by = {c["name"]: c for c in data["configs"]}
+    for name in ("baseline", "ngram8", "standalone_k1"):
+        by[name]["smoke_sampled"] = _sampled(0, "pass", [])
+    by["dflash8"]["smoke_sampled"] = _sampled(1, "skipped", [], ["drafter_accepts_nothing"])
+    by["random"]["smoke_sampled"] = _sampled(
+        1, "fail", ["rescore_surprise"], ["rescore_surprise", "gibberish"]
+    )
+    rules = {c["rule"]: c for c in check.checks(data["configs"])}
+    lossless = rules["at temperature 0.7 every lossless configuration passes the rescoring probes"]
+    assert lossless["holds"] is True and "not rescored: dflash8" in lossless["detail"]
+    assert rules["at temperature 0.7 every lossless configuration whose drafter accepts exits 0"]["holds"]
+    random = rules["at temperature 0.7 random weights fail on the rescoring evidence"]
+    assert random["holds"] is True and "rescore_surprise" in random["detail"]
+    data["checks"] = list(rules.values())
+    text = check.render(data)
+    assert "## Sampled pass: the lab suite at temperature 0.7" in text
+    assert "| random | 1 | fail |" in text and "| gibberish |" in text
+    # random weights sampled correctly from their own distribution pass the rescoring: the rule says so
+    by["random"]["smoke_sampled"] = _sampled(1, "pass", [], ["gibberish"])
+    by["ngram8"]["smoke_sampled"] = _sampled(1, "fail", ["rescore_departures"])
+    rules = {c["rule"]: c for c in check.checks(data["configs"])}
+    assert rules["at temperature 0.7 random weights fail on the rescoring evidence"]["holds"] is False
+    assert (
+        rules["at temperature 0.7 every lossless configuration passes the rescoring probes"]["holds"] is False
+    )
+
+
+def test_rescoring_summary_reads_a_smoke_report() -> None:
+    check = _module()
+    report = {
+        "rescoring": {
+            "verdict": "fail",
+            "tokens": 10,
+            "departures": 4,
+            "answers": [{"z": -1.0}, {"z": -6.0}],
+        },
+        "results": [{"findings": [{"detector": "rescore_logprob_mismatch", "severity": "fail"}]}],
+        "suite_findings": [
+            {"detector": "rescore_departures", "severity": "fail"},
+            {"detector": "rescoring_unflushed", "severity": "warn"},
+        ],
+    }
+    summary = check.rescoring_summary(report)
+    assert summary["verdict"] == "fail" and summary["answers"] == 2 and summary["min_answer_z"] == -6.0
+    assert summary["evidence"] == ["rescore_departures", "rescore_logprob_mismatch"]
+    assert check.rescoring_summary({}) is None

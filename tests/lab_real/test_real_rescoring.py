@@ -1,6 +1,6 @@
-"""The rescoring probes against real SGLang 0.5.15 on the CPU: sampled answers come back with their
-decode log-probabilities, one prefill rescoring each agrees with them (the server samples from its own
-model), and the verdict is a pass, not a skip."""
+"""The rescoring probes against real SGLang 0.5.15 on the CPU: sampled answers, and the probes' paired
+redraws of them, come back with their decode log-probabilities, one prefill rescoring each agrees with
+them (the server samples from its own model), and the verdict is a pass, not a skip."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def test_real_sampled_answers_are_rescored_and_agree(real_host: Any) -> None:
     code, doc = k26_json("smoke", GOOD, *sets(real_host), "--set", f"smoke.suite={SAMPLED}")
     rescoring = doc["rescoring"]
     assert rescoring["verdict"] in ("pass", "weak-pass"), doc["summary"]
-    assert rescoring["tokens"] > 40 and len(rescoring["answers"]) == 2
+    # the two sampled answers and two paired redraws of each prompt, each copy its own draw
+    assert rescoring["redrawn"] == 4 and len(rescoring["answers"]) == 6
+    assert rescoring["tokens"] > 120 and rescoring["departure_tail"] >= rescoring["rule"]["alpha"]
     # decode log-probabilities (log softmax(logits / T)) against the prefill's, rescaled to T: within
     # the rule's bound (SGLang's own 0.5 nats in bf16) at every token
     diffs = [(a["decode_reported"], a["max_diff"], a["diff_tokens"]) for a in rescoring["answers"]]

@@ -54,3 +54,20 @@ def test_the_unpatched_mask_bug_fails_the_rescoring_at_temperature_07() -> None:
         f.detector for r in report.results for f in r.findings
     }
     assert found & {"rescore_logprob_mismatch", "rescore_unlikely_tokens", "rescore_surprise"}
+
+
+def test_the_subtle_second_request_fault_fails_the_rescoring_at_temperature_07() -> None:
+    """A runner-up within 4 logits committed by the second request of each verify pass: the rows are
+    right (decode and rescore agree), the choices are not. Sampled only, greedy probes off, so the
+    verdict is the rescoring's: departures from fairly sure top tokens, in the paired redraws."""
+    suite = load_suite("lab").model_copy(update={"temperatures": [0.7], "seed": 41, "determinism": False})
+    with lab_server("ddtree-b7-subtle") as server:
+        report = run_smoke(
+            SmokeTarget(server.url), suite, options=SmokeOptions(concurrency=2, probes=False, rescoring=True)
+        )
+    rescoring = report.rescoring
+    assert rescoring is not None and rescoring.redrawn == 2 * len(suite.prompts)
+    assert rescoring.verdict == "fail", rescoring.summary()
+    assert rescoring.departure_tail < rescoring.rule.alpha, rescoring.summary()
+    assert all(a.diff_tokens == 0 for a in rescoring.answers)
+    assert "rescore_departures" in {f.detector for f in report.suite_findings}
