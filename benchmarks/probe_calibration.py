@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._lab_faults import FAULTS as LAB_FAULTS  # noqa: E402
 from benchmarks._lab_faults import HEALTHY as LAB_HEALTHY  # noqa: E402
+from benchmarks._lab_faults import suite_for  # noqa: E402
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke  # noqa: E402
 from k26ctl.smoke.probes import PassRule  # noqa: E402
 from tests.support.lab_server import lab_server  # noqa: E402
@@ -60,7 +61,7 @@ BROKEN = LAB_FAULTS
 
 
 def one_run(profile: str, patched: bool, overrides: list[str], env: dict[str, str]) -> dict[str, Any]:
-    suite = load_suite("lab")
+    suite = load_suite(suite_for(profile))
     # (a shared machine may take minutes to load the server: the launcher's default wait is 120 s)
     with lab_server(profile, patched=patched, env=env, overrides=overrides, ready_timeout=600) as server:
         report = run_smoke(SmokeTarget(server.url), suite, options=SmokeOptions(concurrency=2))

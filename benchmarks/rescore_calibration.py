@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._lab_faults import FAULTS as LAB_FAULTS  # noqa: E402
 from benchmarks._lab_faults import HEALTHY as LAB_HEALTHY  # noqa: E402
+from benchmarks._lab_faults import suite_for  # noqa: E402
 from k26ctl.smoke import SmokeOptions, SmokeTarget, load_suite, run_smoke  # noqa: E402
 from k26ctl.smoke.rescoring import RescoreRule  # noqa: E402
 from tests.support.lab_server import lab_server  # noqa: E402
@@ -41,7 +42,7 @@ BROKEN = LAB_FAULTS
 def one_run(
     profile: str, patched: bool, overrides: list[str], env: dict[str, str], temperature: float, seed: int
 ) -> dict[str, Any]:
-    base = load_suite("lab")
+    base = load_suite(suite_for(profile))
     suite = base.model_copy(update={"temperatures": [0.0, temperature], "seed": seed})
     with lab_server(profile, patched=patched, env=env, overrides=overrides, ready_timeout=600) as server:
         # the lab's DDTree serves log-probabilities, so it is asked (rescoring=True)
@@ -139,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         "--first-seed", type=int, default=0, help="Seeds start at 1000, 2000, 3000 plus this (fresh runs)."
     )
     parser.add_argument("--only", choices=["healthy", "broken", "relaxed"], default=None)
+    parser.add_argument(
+        "--configs",
+        nargs="*",
+        default=None,
+        help="Only these healthy profiles and fault labels (all by default).",
+    )
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--summarise", type=Path, default=None, metavar="FILE", help="Only print the tables.")
     parser.add_argument("--alpha", type=float, default=RULE.alpha, help="Re-judge --summarise with this.")
@@ -151,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     record: dict[str, Any] = {"temperature": t, "healthy": {}, "broken": {}, "relaxed": {}}
     if args.only in (None, "healthy"):
         for profile, patched in HEALTHY:
+            if args.configs is not None and profile not in args.configs:
+                continue
             rows = []
             for seed in range(args.runs):
                 rows.append(one_run(profile, patched, [], {}, t, 1000 + args.first_seed + seed))
@@ -162,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                 _save(args.json, record)
     if args.only in (None, "broken"):
         for label, (profile, overrides, env) in BROKEN.items():
+            if args.configs is not None and label not in args.configs:
+                continue
             rows = []
             for seed in range(args.broken_runs):
                 rows.append(one_run(profile, False, overrides, env, t, 2000 + args.first_seed + seed))

@@ -255,12 +255,18 @@ class SGLangClient:
     # ---- token ids (self-consistency probes) -------------------------------------------------------
 
     def tokenize_chat(
-        self, messages: list[dict[str, str]], chat_template_kwargs: dict[str, Any] | None
+        self,
+        messages: list[dict[str, str]],
+        chat_template_kwargs: dict[str, Any] | None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> list[int]:
-        """The prompt ids the chat endpoint would use for `messages` (chat template applied)."""
+        """The prompt ids the chat endpoint would use for `messages` (chat template applied, with the
+        declared `tools` where given: /v1/tokenize takes them, 0.5.15 and 0.5.23 protocol.py)."""
         body: dict[str, Any] = {"messages": messages}
         if chat_template_kwargs:
             body["chat_template_kwargs"] = chat_template_kwargs
+        if tools:
+            body["tools"] = tools
         answer: TokenizeAnswer = self._answer(
             TokenizeAnswer, "/v1/tokenize", self._request("POST", "/v1/tokenize", body)
         )

@@ -302,7 +302,8 @@ def _send_ids(client: SGLangClient, job: _Job, kwargs: dict[str, Any], mode: _To
         if prompt.api == "generate":
             tc = client.generate_tokens(text=prompt.prompt or "", **sampling)
         else:
-            ids = client.tokenize_chat(prompt.chat_messages(), kwargs or None)
+            tools = [tool.to_request() for tool in prompt.tools] if prompt.tools else None
+            ids = client.tokenize_chat(prompt.chat_messages(), kwargs or None, tools)
             tc = client.generate_tokens(input_ids=ids, **sampling)
     except ResponseError as exc:
         result.error = str(exc)
@@ -753,11 +754,19 @@ def _redraw(
         return []
     drawn: list[tuple[_Job, RequestResult]] = []
     sampled = [job for job, _ in pairs if job.temperature > 0 and job.attempt == 0]
+
+    def draw(job: _Job) -> RequestResult:
+        if not job.prompt.structured:
+            return _send(client, job, suite, model, mode)
+        # a tool-call or schema prompt is drawn by ids too (its tools in the chat template, no grammar):
+        # the redraw is only rescored, so the raw call text is what the verify must have kept lossless
+        kwargs = {**suite.chat_template_kwargs, **(job.prompt.chat_template_kwargs or {})}
+        return _send_ids(client, job, kwargs, mode)
+
     with ThreadPoolExecutor(max_workers=max(2, copies), thread_name_prefix="redraw") as pool:
         for job in sampled:
             group = [_Job(job.prompt, job.temperature, job.attempt + n) for n in range(1, copies + 1)]
-            results = pool.map(lambda j: _send(client, j, suite, model, mode), group)
-            drawn += zip(group, results, strict=True)
+            drawn += zip(group, pool.map(draw, group), strict=True)
     return drawn
 
 

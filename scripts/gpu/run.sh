@@ -13,19 +13,22 @@
 set -uo pipefail
 OUT=$(mkdir -p "$1" && cd "$1" && pwd); CONFIGS=${2:-}
 BUDGET=${K26_GPU_BUDGET:-560}
-source .gpu-proj/scripts/gpu/env.sh
+KIT=.gpu-proj/scripts/gpu; [ -d "$KIT" ] || KIT=scripts/gpu  # the checkout itself when it travelled whole
+source "$KIT/env.sh"
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader
 python3 -c "import sglang, sgl_kernel; from k26ctl.smoke.detectors import score_text; print(\"imports ok\", sglang.__file__, score_text(\"The sea is blue and the sky is clear today.\").findings)" 2>&1 | tail -2
 MODELS=/tmp/k26-models
 if [ -f .gpu-models/models.tgz ]; then  # the trained models of an earlier run; the random ones again
   mkdir -p "$MODELS" && tar xzf .gpu-models/models.tgz -C "$MODELS"
-  python3 .gpu-proj/scripts/gpu/make_models.py "$MODELS" --random-only || exit 1
+  python3 "$KIT"/make_models.py "$MODELS" --random-only || exit 1
+elif [ -f "$MODELS/random-target/config.json" ]; then  # made earlier on this machine (loop.sh, a call before)
+  echo "models: made earlier in $MODELS"
 else
-  python3 .gpu-proj/scripts/gpu/make_models.py "$MODELS" || exit 1
+  python3 "$KIT"/make_models.py "$MODELS" || exit 1
   tar czf "$OUT/models.tgz" -C "$MODELS" lab-target lab-draft
 fi
 ARGS=(--models "$MODELS" --out "$OUT" --deadline $((BUDGET - SECONDS)) --min-left "${K26_GPU_MIN_LEFT:-90}")
 [ -f .gpu-models/reference.json ] && ARGS+=(--reference .gpu-models)
 [ -f .gpu-models/real-gpu.json ] && ARGS+=(--previous .gpu-models/real-gpu.json)
 [ -n "$CONFIGS" ] && ARGS+=(--configs "$CONFIGS")
-python3 .gpu-proj/scripts/gpu/run_check.py "${ARGS[@]}"
+python3 "$KIT"/run_check.py "${ARGS[@]}"
