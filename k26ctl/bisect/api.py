@@ -6,7 +6,7 @@ Each returns a result object; the CLI only parses options and presents results.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -199,9 +199,9 @@ def start(spec: SessionSpec, ctx: Context) -> SearchResult:
         session.refuse_existing()
         if spec.deploy:
             spec.original = capture_live(prepared.base, accept_new_host_key=ctx.accept_new_host_key)
-            if _live_is_bad_end(spec, prepared.base):
+            if _live_is_bad_end(spec, prepared.base) and isinstance(prepared.strategy, NumericSearch):
                 spec.bad_end_first = True
-                prepared = prepare(spec)
+                prepared.strategy = replace(prepared.strategy, bad_end_first=True)
                 ctx.note(
                     f"the host runs the bad end ({spec.param}={spec.candidates[-1]!r}) now: it is judged "
                     "first, without a restart"
