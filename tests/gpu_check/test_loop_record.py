@@ -3,25 +3,18 @@ renders to, and the figures it states are computed from the restarts, not writte
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
+
+from tests.gpu_check.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "real-gpu-loop"
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "k26_gpu_loop_record", ROOT / "scripts" / "gpu" / "loop_record.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("loop_record")
 
 
 def test_committed_markdown_is_the_rendering_of_the_committed_json() -> None:

@@ -3,26 +3,19 @@ the rules are evaluated from what was measured, and the Markdown shows every con
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.gpu_check.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "k26_gpu_run_check", ROOT / "scripts" / "gpu" / "run_check.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("run_check")
 
 
 def _row(prompt: str, first: int | None, margin: float | None, near: bool) -> dict[str, Any]:
